@@ -1,0 +1,31 @@
+"""Relay configuration as data: every default and limit is a named constant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+MAX_OPERATIONS_PER_REQUEST = 100  # openapi.yaml: operations maxItems
+DEFAULT_LOG_LIMIT = 100
+MAX_LOG_LIMIT = 1000
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_PENDING = 100_000
+DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
+PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"
+DEFAULT_PROFILE: Mapping[str, Any] = MappingProxyType(
+    {"name": "dfos-relay", "description": "A DFOS web relay"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RelayConfig:
+    content: bool = True
+    log: bool = True
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    max_pending: int = DEFAULT_MAX_PENDING
+    auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
+    profile: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_PROFILE)

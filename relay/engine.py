@@ -1,0 +1,175 @@
+"""The relay: composes store, ingestion, peering and the HTTP app.
+
+``create_relay()`` wires parts together and does no I/O. ``start()`` (run by
+the ASGI lifespan, or directly with ``async with relay.running()``) opens the
+store, loads or creates the relay identity, resumes the raw-op buffer and
+starts peering; ``stop()`` undoes that in reverse order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Literal
+
+from relay.config import RelayConfig
+from relay.ingest.pipeline import Clock, Ingestor
+from relay.protocol import Ed25519Keypair
+from relay.relay_identity import new_relay_identity
+from relay.rules.outcomes import IngestionResult, Status
+from stores.base import RelayIdentityRecord, RelayStore
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from relay.peering.api import PeeringService
+
+log = logging.getLogger("dfos_relay")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class RelayNotStartedError(RuntimeError):
+    pass
+
+
+class Relay:
+    """A DFOS relay. ``app`` is the Starlette ASGI app; ``did`` its identity."""
+
+    def __init__(
+        self,
+        store: RelayStore,
+        config: RelayConfig,
+        clock: Clock,
+        identity: RelayIdentityRecord | None,
+        peering: PeeringService | None,
+    ) -> None:
+        from relay.http.app import build_app  # http sits above the engine
+
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.ingestor = Ingestor(store, clock, config.max_pending)
+        self.peering = peering
+        self._given_identity = identity
+        self._identity: RelayIdentityRecord | None = None
+        self._keypair: Ed25519Keypair | None = None
+        self.started = False
+        self.app: Starlette = build_app(self)
+
+    # identity ------------------------------------------------------------
+    @property
+    def did(self) -> str:
+        if self._identity is None:
+            raise RelayNotStartedError("the relay DID is known once the relay has started")
+        return self._identity.did
+
+    @property
+    def profile_token(self) -> str:
+        if self._identity is None:
+            raise RelayNotStartedError("relay not started")
+        return self._identity.profile_token
+
+    # lifecycle -----------------------------------------------------------
+    async def start(self) -> None:
+        if self.started:
+            return
+        await self.store.open()
+        try:
+            self._identity = await self._load_identity()
+            resumed = await self.ingestor.drain_buffer()
+            if resumed:
+                log.info("resumed %d buffered operations", resumed)
+            if self.peering is not None:
+                self.ingestor.add_listener(self.peering.on_sequenced)
+                await self.peering.start(self)
+        except BaseException:
+            await self.store.close()
+            raise
+        self.started = True
+
+    async def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        if self.peering is not None:
+            await self.peering.stop()
+        await self.store.close()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Relay]:
+        await self.start()
+        try:
+            yield self
+        finally:
+            await self.stop()
+
+    async def _load_identity(self) -> RelayIdentityRecord:
+        stored = await self.store.get_relay_identity()
+        identity = stored or self._given_identity
+        if identity is None:
+            keypair = Ed25519Keypair.generate()
+            identity = new_relay_identity(keypair, self.config.profile, self.clock())
+        if stored is None:
+            await self.store.put_relay_identity(identity)
+        results = await self.ingestor.ingest([identity.genesis_token, identity.profile_token])
+        for result in results:
+            if result.status is Status.REJECTED:
+                raise RuntimeError(f"relay identity does not verify: {result.error}")
+        return identity
+
+    # operations ----------------------------------------------------------
+    async def ingest(
+        self, tokens: Sequence[object], source: str | None = None
+    ) -> list[IngestionResult]:
+        """Ingest a batch; ``source`` names the peer it came from (no echo)."""
+        return await self.ingestor.ingest(tokens, source)
+
+    async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
+        """After a local miss, try the read-through peers; True if now known."""
+        if self.peering is None:
+            return False
+        return await self.peering.read_through(kind, chain_id)
+
+    async def sync_from_peers(self) -> int:
+        """One sync-in cycle over every sync peer; returns ops newly sequenced."""
+        if self.peering is None:
+            return 0
+        return await self.peering.sync_once()
+
+
+def create_relay(
+    store: RelayStore | None = None,
+    *,
+    content: bool | None = None,
+    log: bool | None = None,
+    config: RelayConfig | None = None,
+    identity: RelayIdentityRecord | None = None,
+    peers: Sequence[object] = (),
+    peer_client: object | None = None,
+    peering: PeeringService | None = None,
+    clock: Clock = wall_clock_ms,
+) -> Relay:
+    """Compose a relay. No I/O happens until the app's lifespan starts it.
+
+    ``content``/``log`` override the matching config switches. ``peers`` are
+    ``PeerConfig`` values (or URLs) served through ``peer_client``.
+    """
+    from dataclasses import replace
+
+    from stores.memory import MemoryStore
+
+    cfg = config or RelayConfig()
+    if content is not None:
+        cfg = replace(cfg, content=content)
+    if log is not None:
+        cfg = replace(cfg, log=log)
+    if peering is None and peers:
+        from relay.peering.service import build_peering
+
+        peering = build_peering(peers, peer_client)
+    return Relay(store or MemoryStore(), cfg, clock, identity, peering)

@@ -1,0 +1,1 @@
+"""HTTP layer: the Starlette app, its route table and wire shapes."""

@@ -1,0 +1,53 @@
+"""The Starlette app: one declarative route table and a lifespan that starts
+and stops the relay."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from . import proof
+from .errors import EXCEPTION_HANDLERS
+
+if TYPE_CHECKING:
+    from relay.engine import Relay
+
+PROOF_ROUTES = [
+    Route("/.well-known/dfos-relay", proof.well_known, methods=["GET"]),
+    Route("/operations", proof.post_operations, methods=["POST"]),
+    Route("/operations/{cid}", proof.get_operation, methods=["GET"]),
+    Route(
+        "/operations/{cid}/countersignatures",
+        proof.get_operation_countersignatures,
+        methods=["GET"],
+    ),
+    Route("/countersignatures/{cid}", proof.get_countersignatures, methods=["GET"]),
+    Route("/identities/{did}", proof.get_identity, methods=["GET"]),
+    Route("/identities/{did}/log", proof.get_identity_log, methods=["GET"]),
+    Route("/content/{content_id}", proof.get_content, methods=["GET"]),
+    Route("/content/{content_id}/log", proof.get_content_log, methods=["GET"]),
+    Route("/beacons/{did}", proof.get_beacon, methods=["GET"]),
+    Route("/log", proof.get_log, methods=["GET"]),
+]
+
+
+def build_app(relay: Relay) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await relay.start()
+        try:
+            yield
+        finally:
+            await relay.stop()
+
+    app = Starlette(
+        routes=list(PROOF_ROUTES),
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+    app.state.relay = relay
+    return app

@@ -1,0 +1,49 @@
+"""Errors at the HTTP boundary: every error body is ``{"error": ...}``,
+produced through one exception-handler table."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+log = logging.getLogger("dfos_relay.http")
+
+
+class ApiError(Exception):
+    """Raised by handlers; becomes a JSON error response."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.message, exc.headers)
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    messages = {404: "not found", 405: "method not allowed"}
+    return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal error")
+
+
+EXCEPTION_HANDLERS = {
+    ApiError: _api_error,
+    HTTPException: _http_exception,
+    Exception: _unexpected,
+}

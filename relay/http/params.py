@@ -1,0 +1,41 @@
+"""Query-parameter parsing: reject bad values instead of guessing."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
+from relay.protocol import is_cid
+
+from .errors import ApiError
+
+
+def page_params(request: Request) -> tuple[str | None, int]:
+    """``after`` (a CID) and ``limit`` (1..1000, default 100)."""
+    after = request.query_params.get("after")
+    if after is not None and not is_cid(after):
+        raise ApiError(400, "after must be an operation CID")
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return after, DEFAULT_LOG_LIMIT
+    if not raw.isdigit():
+        raise ApiError(400, "limit must be a positive integer")
+    limit = int(raw)
+    if not 1 <= limit <= MAX_LOG_LIMIT:
+        raise ApiError(400, f"limit must be between 1 and {MAX_LOG_LIMIT}")
+    return after, limit
+
+
+async def read_body_capped(request: Request, cap: int) -> bytes:
+    """The request body, or 413 once it exceeds ``cap`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise ApiError(413, f"request body exceeds {cap} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise ApiError(413, f"request body exceeds {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

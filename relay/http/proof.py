@@ -1,0 +1,162 @@
+"""Proof-plane routes (WEB-RELAY.md "Operation Ingestion", "Operation Log",
+"Identity and Content State"; openapi.yaml).
+
+Handlers read the relay from ``request.app.state.relay``; they parse, call
+the engine or the store reader, and shape the answer through ``wire``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from relay.config import MAX_OPERATIONS_PER_REQUEST
+from relay.protocol import ProtocolError, decode_jws
+from relay.version import PROTOCOL_NAME, RELAY_VERSION
+from stores.base import ChainRecord, LogPage, UnknownCursorError
+
+from . import wire
+from .errors import ApiError
+from .params import page_params, read_body_capped
+
+if TYPE_CHECKING:
+    from relay.engine import Relay
+
+
+def relay_of(request: Request) -> Relay:
+    return request.app.state.relay  # type: ignore[no-any-return]
+
+
+async def well_known(request: Request) -> JSONResponse:
+    relay = relay_of(request)
+    return JSONResponse(
+        {
+            "did": relay.did,
+            "protocol": PROTOCOL_NAME,
+            "version": RELAY_VERSION,
+            "proof": True,
+            "content": relay.config.content,
+            "log": relay.config.log,
+            "profile": relay.profile_token,
+        }
+    )
+
+
+def parse_operations_body(body: bytes) -> list[str]:
+    """The ``{"operations": [...]}`` body of POST /operations, or 400."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, "request body is not valid JSON") from exc
+    if not isinstance(data, dict) or "operations" not in data:
+        raise ApiError(400, 'request body must be {"operations": [...]}')
+    ops = data["operations"]
+    if not isinstance(ops, list):
+        raise ApiError(400, "operations must be an array")
+    if not ops:
+        raise ApiError(400, "operations must not be empty")
+    if len(ops) > MAX_OPERATIONS_PER_REQUEST:
+        raise ApiError(400, f"at most {MAX_OPERATIONS_PER_REQUEST} operations per request")
+    if not all(isinstance(op, str) for op in ops):
+        raise ApiError(400, "every operation must be a JWS compact string")
+    return ops
+
+
+async def post_operations(request: Request) -> JSONResponse:
+    relay = relay_of(request)
+    body = await read_body_capped(request, relay.config.max_body_bytes)
+    tokens = parse_operations_body(body)
+    results = await relay.ingest(tokens)
+    return JSONResponse({"results": [wire.ingestion_result(r) for r in results]})
+
+
+async def get_operation(request: Request) -> JSONResponse:
+    op = await relay_of(request).store.get_operation(request.path_params["cid"])
+    if op is None:
+        raise ApiError(404, "operation not found")
+    return JSONResponse(wire.operation(op))
+
+
+async def get_operation_countersignatures(request: Request) -> JSONResponse:
+    store = relay_of(request).store
+    cid = request.path_params["cid"]
+    if await store.get_operation(cid) is None:
+        raise ApiError(404, "operation not found")
+    tokens = await store.get_countersignatures(cid)
+    return JSONResponse({"operationCID": cid, "countersignatures": tokens})
+
+
+async def get_countersignatures(request: Request) -> JSONResponse:
+    cid = request.path_params["cid"]
+    tokens = await relay_of(request).store.get_countersignatures(cid)
+    if not tokens:
+        raise ApiError(404, "no countersignatures for this CID")
+    return JSONResponse({"cid": cid, "countersignatures": tokens})
+
+
+async def _chain_or_404(
+    request: Request, kind: Literal["identity", "content"], chain_id: str
+) -> ChainRecord:
+    relay = relay_of(request)
+    chain = await relay.store.get_chain(chain_id)
+    if (chain is None or chain.kind != kind) and await relay.read_through(kind, chain_id):
+        chain = await relay.store.get_chain(chain_id)
+    if chain is None or chain.kind != kind:
+        raise ApiError(404, f"{kind} chain not found")
+    return chain
+
+
+async def get_identity(request: Request) -> JSONResponse:
+    chain = await _chain_or_404(request, "identity", request.path_params["did"])
+    return JSONResponse(wire.identity(chain))
+
+
+async def get_content(request: Request) -> JSONResponse:
+    chain = await _chain_or_404(request, "content", request.path_params["content_id"])
+    return JSONResponse(wire.content(chain))
+
+
+async def _chain_log(request: Request, kind: Literal["identity", "content"], chain_id: str) -> LogPage:
+    after, limit = page_params(request)
+    await _chain_or_404(request, kind, chain_id)
+    try:
+        return await relay_of(request).store.read_chain_log(chain_id, after, limit)
+    except UnknownCursorError as exc:
+        raise ApiError(400, "after is not an operation of this chain") from exc
+
+
+async def get_identity_log(request: Request) -> JSONResponse:
+    page = await _chain_log(request, "identity", request.path_params["did"])
+    return JSONResponse(wire.chain_log(page))
+
+
+async def get_content_log(request: Request) -> JSONResponse:
+    page = await _chain_log(request, "content", request.path_params["content_id"])
+    return JSONResponse(wire.chain_log(page))
+
+
+async def get_beacon(request: Request) -> JSONResponse:
+    record = await relay_of(request).store.get_beacon(request.path_params["did"])
+    if record is None:
+        raise ApiError(404, "beacon not found")
+    payload: dict[str, Any]
+    try:
+        payload = decode_jws(record.jws_token).payload
+    except ProtocolError as exc:  # stored tokens were verified; this is corruption
+        raise ApiError(500, "stored beacon is unreadable") from exc
+    return JSONResponse(wire.beacon(record, payload))
+
+
+async def get_log(request: Request) -> JSONResponse:
+    relay = relay_of(request)
+    if not relay.config.log:
+        raise ApiError(501, "the global log is not enabled on this relay")
+    after, limit = page_params(request)
+    try:
+        page = await relay.store.read_log(after, limit)
+    except UnknownCursorError as exc:
+        raise ApiError(400, "after is not an entry of this log") from exc
+    return JSONResponse(wire.global_log(page))

@@ -1,0 +1,259 @@
+"""The ingestion pipeline: store-then-verify with targeted wake-ups
+(WEB-RELAY.md "Operation Ingestion", "Convergence").
+
+1. Decode and classify every token; malformed ones are rejected on their own
+   line. Well-formed tokens are buffered raw (idempotent) before anything is
+   verified.
+2. In one serialized sequencing session: sort by dependency priority,
+   prefetch the state the round can touch, verify op by op, stage what
+   verifies. Ops that miss a dependency wait *indexed by that dependency*;
+   each accepted op wakes only its own dependants (from this request and
+   from the persistent buffer), which form the next round. No rescans.
+3. Commit the session atomically, then tell listeners (gossip) what is new.
+
+``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
+waits and is woken within the same request answers ``new``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
+from relay.rules.classify import classify, dependency_rank
+from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, Status
+from stores.base import PendingOp, Rejection, RelayStore
+
+from .common import Accepted, Duplicate, Outcome, Submitted
+from .content import ingest_content
+from .countersign import ingest_countersign
+from .identity import identity_did_hint, ingest_identity
+from .standalone import ingest_artifact, ingest_beacon
+from .view import Needs, StateView
+
+Handler = Callable[[Submitted, StateView, int], Outcome]
+HANDLERS: dict[str, Handler] = {
+    "identity-op": ingest_identity,
+    "content-op": ingest_content,
+    "beacon": ingest_beacon,
+    "artifact": ingest_artifact,
+    "countersign": ingest_countersign,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SequencedOp:
+    cid: str
+    jws_token: str
+    kind: str
+    chain_id: str
+
+
+Listener = Callable[[Sequence[SequencedOp], str | None], Awaitable[None] | None]
+Clock = Callable[[], int]  # wall clock, epoch milliseconds
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def prepare(token: object) -> Submitted | IngestionResult:
+    """Decode and classify one token, or answer its rejection."""
+    if not isinstance(token, str):
+        return _rejected("", RejectReason.MALFORMED, "operation must be a string")
+    try:
+        decoded = decode_jws(token)
+    except ProtocolError as exc:
+        return _rejected("", RejectReason.MALFORMED, f"malformed token: {exc}")
+    header_cid = decoded.header_cid
+    kind = classify(decoded.typ)
+    if kind is None:
+        cid = header_cid if isinstance(header_cid, str) else ""
+        return _rejected(cid, RejectReason.UNKNOWN_TYPE, f"unknown typ {decoded.typ!r}")
+    if not isinstance(header_cid, str) or not is_cid(header_cid):
+        try:
+            derived = cid_of(decoded.payload)
+        except ProtocolError as exc:
+            return _rejected("", RejectReason.MALFORMED, str(exc))
+        return _rejected(derived, RejectReason.CID_MISMATCH, "missing or invalid cid header")
+    return Submitted(decoded, header_cid, kind, token_hash(token))
+
+
+def _rejected(cid: str, reason: RejectReason, detail: str) -> IngestionResult:
+    return IngestionResult(cid, Status.REJECTED, error=detail, reason=reason)
+
+
+class Ingestor:
+    """Serializes all chain-state changes of one relay process."""
+
+    def __init__(self, store: RelayStore, clock: Clock, max_pending: int) -> None:
+        self._store = store
+        self._clock = clock
+        self._max_pending = max_pending
+        self._lock = asyncio.Lock()
+        self._listeners: list[Listener] = []
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def ingest(self, tokens: Sequence[object], source: str | None = None) -> list[IngestionResult]:
+        prepared = [prepare(t) for t in tokens]
+        submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
+        if submitted:
+            await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
+        outcomes, sequenced = await self._run(submitted)
+        await self._notify(sequenced, source)
+        return [
+            p if isinstance(p, IngestionResult) else _result(p, outcomes[i])
+            for i, p in enumerate(prepared)
+        ]
+
+    async def drain_buffer(self, page: int = 500) -> int:
+        """Re-attempt every buffered op once (after a restart); returns how many
+        were sequenced. Ops still missing dependencies stay buffered."""
+        total, after = 0, None
+        while True:
+            pending = await self._store.get_unsequenced(page, after)
+            if not pending:
+                return total
+            after = pending[-1].cid
+            subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
+            _, sequenced = await self._run(subs)
+            await self._notify(sequenced, None)
+            total += len(sequenced)
+
+    async def _run(
+        self, submitted: Sequence[tuple[int | None, Submitted]]
+    ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
+        async with self._lock, self._store.sequencing() as session:
+            run = _Sequencing(StateView(session), self._clock(), self._max_pending)
+            await run.start()
+            await run.sequence(list(submitted))
+            if not run.view.batch.is_empty():
+                await session.commit(run.view.batch)
+            return run.outcomes, run.sequenced
+
+    async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
+        if not sequenced:
+            return
+        for listener in self._listeners:
+            maybe = listener(sequenced, source)
+            if maybe is not None:
+                await maybe
+
+
+def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
+    if isinstance(outcome, Accepted):
+        return IngestionResult(sub.cid, Status.NEW, outcome.kind, outcome.chain_id)
+    if isinstance(outcome, Duplicate):
+        return IngestionResult(sub.cid, Status.DUPLICATE, outcome.kind, outcome.chain_id)
+    return IngestionResult(
+        sub.cid, Status.REJECTED, sub.kind, error=outcome.message, reason=outcome.reason
+    )
+
+
+class _Sequencing:
+    """One session's rounds of verify-and-wake."""
+
+    def __init__(self, view: StateView, now_ms: int, max_pending: int) -> None:
+        self.view = view
+        self.now_ms = now_ms
+        self.outcomes: dict[int, Outcome] = {}
+        self.sequenced: list[SequencedOp] = []
+        self._waiting: dict[str, list[tuple[int | None, Submitted]]] = defaultdict(list)
+        self._room = max_pending
+
+    async def start(self) -> None:
+        self._room -= await self.view.session.count_pending()
+
+    async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
+        while round_:
+            round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
+            await self.view.prefetch(_needs(round_))
+            woken: list[str] = []
+            for index, sub in round_:
+                woken.extend(self._attempt(index, sub))
+            round_ = await self._wake(woken)
+
+    def _attempt(self, index: int | None, sub: Submitted) -> tuple[str, ...]:
+        batch = self.view.batch
+        recorded = self.view.rejection(sub.token_hash)
+        if recorded is not None:
+            outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
+            batch.resolved_cids.add(sub.cid)
+        else:
+            outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
+        if index is not None:
+            self.outcomes[index] = outcome
+        if isinstance(outcome, Accepted):
+            batch.waiting.pop(sub.cid, None)
+            self.sequenced.append(SequencedOp(sub.cid, sub.token, outcome.kind, outcome.chain_id))
+            return outcome.wakes
+        if isinstance(outcome, Duplicate):
+            batch.waiting.pop(sub.cid, None)
+            batch.resolved_cids.add(sub.cid)
+        elif recorded is None:
+            self._reject(index, sub, outcome)
+        return ()
+
+    def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
+        batch = self.view.batch
+        if rejected.waits_for is not None:
+            # Ops replayed from the buffer (index None) already hold a slot.
+            if index is not None and sub.cid not in batch.waiting:
+                self._room -= 1
+            if self._room < 0:
+                self._room += 1
+                full = Rejected(RejectReason.BUFFER_FULL, "pending buffer is full; resubmit later")
+                if index is not None:
+                    self.outcomes[index] = full
+                batch.resolved_cids.add(sub.cid)
+                return
+            batch.resolved_cids.discard(sub.cid)
+            batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
+            self._waiting[rejected.waits_for].append((index, sub))
+            return
+        batch.waiting.pop(sub.cid, None)
+        batch.resolved_cids.add(sub.cid)
+        if rejected.reason.is_permanent:
+            self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+
+    async def _wake(self, keys: list[str]) -> list[tuple[int | None, Submitted]]:
+        if not keys:
+            return []
+        next_round: dict[str, tuple[int | None, Submitted]] = {}
+        for key in keys:
+            for index, sub in self._waiting.pop(key, ()):
+                next_round[sub.cid] = (index, sub)
+        for pending in await self.view.session.take_waiting(keys):
+            if pending.cid in next_round or pending.cid in self.view.batch.resolved_cids:
+                continue
+            prepared = prepare(pending.jws_token)
+            if isinstance(prepared, Submitted):
+                next_round[pending.cid] = (None, prepared)
+        return list(next_round.values())
+
+
+def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:
+    needs = Needs()
+    for _, sub in round_:
+        payload = sub.payload
+        needs.cids.add(sub.cid)
+        needs.token_hashes.add(sub.token_hash)
+        for field in ("previousOperationCID", "targetCID"):
+            value = payload.get(field)
+            if isinstance(value, str):
+                needs.cids.add(value)
+        did = identity_did_hint(sub) if sub.kind == "identity-op" else payload.get("did")
+        if isinstance(did, str):
+            needs.dids.add(did)
+            if sub.kind == "beacon":
+                needs.beacon_dids.add(did)
+            target = payload.get("targetCID")
+            if sub.kind == "countersign" and isinstance(target, str):
+                needs.pairs.add((target, did))
+    return needs

@@ -1,0 +1,243 @@
+"""The store interface every backend implements (WEB-RELAY.md "Storage Interface").
+
+Stores are dumb: they never decode a JWS or verify anything. The ingest
+pipeline hands them ready columns (records below); uniqueness lives in the
+schema. The interface is split into narrow protocols so each consumer types
+against the smallest one it needs:
+
+- ``ProofReader``     read side of the proof plane (HTTP routes, peering)
+- ``SequencingSession`` one serialized unit of work: batch reads of the state
+                      the verifier needs, then one atomic ``commit``
+- ``RawOpBuffer``     the store-then-verify buffer of raw tokens
+- ``BlobStore``       content-plane blobs keyed by (creator DID, documentCID)
+- ``PeerCursorStore`` sync cursors the peers issued
+- ``RelayIdentityStore`` the relay's own persistent DID and key
+
+``RelayStore`` is all of them plus the lifecycle (``open``/``close``).
+
+Invariants a backend must keep:
+- ``commit`` is atomic: either every row of the batch lands or none does.
+- log positions are assigned in commit order and never change; a reader of
+  ``read_log`` never sees a gap that is filled later.
+- ``sequencing()`` sessions are serialized (across processes for shared
+  databases) so chain-state read-modify-write cannot race.
+- per-op state snapshots make state at any CID an O(1) lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+OperationKind = Literal["identity-op", "content-op", "beacon", "artifact", "countersign"]
+ChainKind = Literal["identity", "content"]
+
+# Dependency keys a pending op can wait for: "op:<cid>" or "did:<did>".
+DependencyKey = str
+
+
+class StoreError(Exception):
+    """A backend failure the relay cannot work around (I/O, schema, corruption)."""
+
+
+class UnknownCursorError(StoreError):
+    """The ``after`` cursor names no entry of the log being paged."""
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRecord:
+    """One sequenced operation of any kind, with its state snapshot.
+
+    ``chain_id`` is the log's chainId (DID for identity ops, beacons and
+    artifacts; contentId for content ops; targetCID for countersignatures).
+    ``state`` is the chain state *after* this op (identity/content ops only),
+    as the protocol's ``to_record()`` dict.
+    """
+
+    cid: str
+    jws_token: str
+    kind: OperationKind
+    chain_id: str
+    author_did: str
+    parent_cid: str | None
+    created_at_ms: int
+    state: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRecord:
+    """An identity or content chain: its genesis, head and head state."""
+
+    chain_id: str
+    kind: ChainKind
+    genesis_cid: str
+    head_cid: str
+    head_created_at_ms: int
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityKeyRecord:
+    """A key that appeared anywhere in an identity's history (historical resolver)."""
+
+    did: str
+    key_id: str
+    public_key_multibase: str
+
+
+@dataclass(frozen=True, slots=True)
+class BeaconRecord:
+    did: str
+    cid: str
+    jws_token: str
+    created_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CountersignatureRecord:
+    target_cid: str
+    witness_did: str
+    cid: str
+    jws_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    cid: str
+    jws_token: str
+    kind: OperationKind
+    chain_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    entries: tuple[LogEntry, ...]
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOp:
+    """A raw token waiting for one missing dependency."""
+
+    cid: str
+    jws_token: str
+    waits_for: DependencyKey
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A permanent rejection, keyed by the token's hash (never by CID alone:
+    a forged token must not block the genuine one with the same payload)."""
+
+    token_hash: str
+    cid: str
+    reason: str
+
+
+@dataclass(slots=True)
+class CommitBatch:
+    """Everything one sequencing session writes, applied atomically.
+
+    ``operations`` are appended to the global log in list order.
+    ``chains`` and ``beacons`` are upserts. ``resolved_cids`` leave the
+    pending buffer (sequenced, duplicate or rejected); ``waiting`` are
+    (re)recorded with what they now wait for.
+    """
+
+    operations: list[OperationRecord] = field(default_factory=list)
+    chains: dict[str, ChainRecord] = field(default_factory=dict)
+    identity_keys: list[IdentityKeyRecord] = field(default_factory=list)
+    beacons: dict[str, BeaconRecord] = field(default_factory=dict)
+    countersignatures: list[CountersignatureRecord] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    resolved_cids: set[str] = field(default_factory=set)
+    waiting: dict[str, PendingOp] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.operations
+            or self.chains
+            or self.identity_keys
+            or self.beacons
+            or self.countersignatures
+            or self.rejections
+            or self.resolved_cids
+            or self.waiting
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RelayIdentityRecord:
+    """The relay's own DID, signing key seed and profile artifact token."""
+
+    did: str
+    key_id: str
+    seed: bytes
+    genesis_token: str
+    profile_token: str
+
+
+class ProofReader(Protocol):
+    async def get_operation(self, cid: str) -> OperationRecord | None: ...
+    async def get_chain(self, chain_id: str) -> ChainRecord | None: ...
+    async def get_beacon(self, did: str) -> BeaconRecord | None: ...
+    async def get_countersignatures(self, target_cid: str) -> list[str]: ...
+    async def read_log(self, after: str | None, limit: int) -> LogPage: ...
+    async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage: ...
+    async def log_length(self) -> int: ...
+
+
+class SequencingSession(Protocol):
+    """Batch reads for verification plus one atomic commit, all serialized."""
+
+    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]: ...
+    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]: ...
+    async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]: ...
+    async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]: ...
+    async def get_countersign_pairs(
+        self, pairs: Collection[tuple[str, str]]
+    ) -> set[tuple[str, str]]: ...
+    async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]: ...
+    async def take_waiting(self, keys: Collection[DependencyKey]) -> list[PendingOp]: ...
+    async def count_pending(self) -> int: ...
+    async def commit(self, batch: CommitBatch) -> None: ...
+
+
+class RawOpBuffer(Protocol):
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
+        """Buffer (cid, token) pairs before verification; idempotent."""
+        ...
+
+    async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]: ...
+    async def count_unsequenced(self) -> int: ...
+
+
+class BlobStore(Protocol):
+    async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None: ...
+    async def put_blob(self, creator_did: str, document_cid: str, data: bytes) -> None: ...
+
+
+class PeerCursorStore(Protocol):
+    async def get_peer_cursor(self, peer_url: str) -> str | None: ...
+    async def set_peer_cursor(self, peer_url: str, cursor: str) -> None: ...
+
+
+class RelayIdentityStore(Protocol):
+    async def get_relay_identity(self) -> RelayIdentityRecord | None: ...
+    async def put_relay_identity(self, identity: RelayIdentityRecord) -> None: ...
+
+
+class RelayStore(
+    ProofReader, RawOpBuffer, BlobStore, PeerCursorStore, RelayIdentityStore, Protocol
+):
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    async def ping(self) -> None:
+        """Raise StoreError when the backend is unreachable (readiness)."""
+        ...
+
+    def sequencing(self) -> AbstractAsyncContextManager[SequencingSession]:
+        """Open one serialized unit of work; commit happens via ``commit``."""
+        ...

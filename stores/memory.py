@@ -1,0 +1,210 @@
+"""In-memory store: the reference backend for development and tests.
+
+Everything lives in dicts; nothing survives the process. Sessions are
+serialized by one asyncio lock, and ``commit`` applies a batch with no await
+in between, so it is atomic with respect to every other coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from collections import defaultdict
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+
+from stores.base import (
+    BeaconRecord,
+    ChainRecord,
+    CommitBatch,
+    IdentityKeyRecord,
+    LogEntry,
+    LogPage,
+    OperationRecord,
+    PendingOp,
+    Rejection,
+    RelayIdentityRecord,
+    UnknownCursorError,
+)
+from stores.paging import page_after
+
+CHAIN_KINDS = frozenset({"identity-op", "content-op"})
+
+
+class MemoryStore:
+    """A ``RelayStore`` held in process memory."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._ops: dict[str, OperationRecord] = {}
+        self._chains: dict[str, ChainRecord] = {}
+        self._keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]] = defaultdict(dict)
+        self._beacons: dict[str, BeaconRecord] = {}
+        self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
+        self._log: list[LogEntry] = []
+        self._log_pos: dict[str, int] = {}
+        self._chain_log: dict[str, list[int]] = defaultdict(list)
+        self._rejections: dict[str, Rejection] = {}
+        self._raw: dict[str, str] = {}
+        self._pending: dict[str, PendingOp] = {}
+        self._waiters: dict[str, set[str]] = defaultdict(set)
+        self._blobs: dict[tuple[str, str], bytes] = {}
+        self._cursors: dict[str, str] = {}
+        self._identity: RelayIdentityRecord | None = None
+
+    # lifecycle -------------------------------------------------------------
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def ping(self) -> None:
+        return None
+
+    # proof reader ----------------------------------------------------------
+    async def get_operation(self, cid: str) -> OperationRecord | None:
+        return self._ops.get(cid)
+
+    async def get_chain(self, chain_id: str) -> ChainRecord | None:
+        return self._chains.get(chain_id)
+
+    async def get_beacon(self, did: str) -> BeaconRecord | None:
+        return self._beacons.get(did)
+
+    async def get_countersignatures(self, target_cid: str) -> list[str]:
+        return list(self._countersigs.get(target_cid, {}).values())
+
+    async def read_log(self, after: str | None, limit: int) -> LogPage:
+        start = 0
+        if after is not None:
+            pos = self._log_pos.get(after)
+            if pos is None:
+                raise UnknownCursorError(after)
+            start = pos + 1
+        entries = self._log[start : start + limit]
+        return page_after(entries, limit, has_more=start + limit < len(self._log))
+
+    async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
+        positions = self._chain_log.get(chain_id, [])
+        start = 0
+        if after is not None:
+            pos = self._log_pos.get(after)
+            if pos is None or self._log[pos].chain_id != chain_id:
+                raise UnknownCursorError(after)
+            start = bisect.bisect_right(positions, pos)
+        window = positions[start : start + limit]
+        entries = [self._log[p] for p in window]
+        return page_after(entries, limit, has_more=start + limit < len(positions))
+
+    async def log_length(self) -> int:
+        return len(self._log)
+
+    # sequencing ------------------------------------------------------------
+    @asynccontextmanager
+    async def sequencing(self) -> AsyncIterator[MemoryStore]:
+        async with self._lock:
+            yield self
+
+    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {c: self._ops[c] for c in cids if c in self._ops}
+
+    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]:
+        return {c: self._chains[c] for c in chain_ids if c in self._chains}
+
+    async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
+        return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
+
+    async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
+        return {d: self._beacons[d] for d in dids if d in self._beacons}
+
+    async def get_countersign_pairs(
+        self, pairs: Collection[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        return {(t, w) for t, w in pairs if w in self._countersigs.get(t, {})}
+
+    async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]:
+        return {h: self._rejections[h] for h in token_hashes if h in self._rejections}
+
+    async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
+        found: list[PendingOp] = []
+        for key in keys:
+            for cid in self._waiters.pop(key, ()):
+                op = self._pending.get(cid)
+                if op is not None and op.waits_for == key:
+                    found.append(op)
+        return found
+
+    async def count_pending(self) -> int:
+        return len(self._pending)
+
+    async def commit(self, batch: CommitBatch) -> None:
+        # No await below: the whole batch applies atomically for other tasks.
+        for op in batch.operations:
+            self._ops[op.cid] = op
+            self._log_pos[op.cid] = len(self._log)
+            if op.kind in CHAIN_KINDS:
+                self._chain_log[op.chain_id].append(len(self._log))
+            self._log.append(LogEntry(op.cid, op.jws_token, op.kind, op.chain_id))
+        self._chains.update(batch.chains)
+        for key in batch.identity_keys:
+            self._keys[key.did][(key.key_id, key.public_key_multibase)] = key
+        self._beacons.update(batch.beacons)
+        for cs in batch.countersignatures:
+            self._countersigs[cs.target_cid].setdefault(cs.witness_did, cs.jws_token)
+        for rej in batch.rejections:
+            self._rejections[rej.token_hash] = rej
+        for cid in batch.resolved_cids:
+            self._raw.pop(cid, None)
+            self._drop_pending(cid)
+        for cid, pending in batch.waiting.items():
+            self._drop_pending(cid)
+            self._raw[cid] = pending.jws_token
+            self._pending[cid] = pending
+            self._waiters[pending.waits_for].add(cid)
+
+    def _drop_pending(self, cid: str) -> None:
+        old = self._pending.pop(cid, None)
+        if old is not None:
+            self._waiters.get(old.waits_for, set()).discard(cid)
+
+    # raw buffer ------------------------------------------------------------
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
+        for cid, token in ops:
+            if cid not in self._ops:
+                self._raw.setdefault(cid, token)
+
+    async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
+        cids = sorted(self._raw)
+        if after_cid is not None:
+            cids = [c for c in cids if c > after_cid]
+        out = []
+        for cid in cids[:limit]:
+            pending = self._pending.get(cid)
+            out.append(pending or PendingOp(cid, self._raw[cid], ""))
+        return out
+
+    async def count_unsequenced(self) -> int:
+        return len(self._raw)
+
+    # blobs -----------------------------------------------------------------
+    async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:
+        return self._blobs.get((creator_did, document_cid))
+
+    async def put_blob(self, creator_did: str, document_cid: str, data: bytes) -> None:
+        self._blobs.setdefault((creator_did, document_cid), bytes(data))
+
+    # peer cursors ----------------------------------------------------------
+    async def get_peer_cursor(self, peer_url: str) -> str | None:
+        return self._cursors.get(peer_url)
+
+    async def set_peer_cursor(self, peer_url: str, cursor: str) -> None:
+        self._cursors[peer_url] = cursor
+
+    # relay identity --------------------------------------------------------
+    async def get_relay_identity(self) -> RelayIdentityRecord | None:
+        return self._identity
+
+    async def put_relay_identity(self, identity: RelayIdentityRecord) -> None:
+        if self._identity is None:
+            self._identity = identity
