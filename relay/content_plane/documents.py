@@ -1,0 +1,47 @@
+"""Which document an operation commits to, and whether uploaded bytes are it
+(WEB-RELAY.md "Blob Upload": the bytes must hash to the operation's
+``documentCID`` via canonical dag-cbor + sha-256).
+
+Not checked here: who may upload (``access``) or whether the op belongs to the
+chain (the route compares ``OperationRecord.chain_id``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from relay.protocol import ProtocolError, cid_of, decode_jws
+
+from .errors import InvalidDocument
+
+__all__ = ["check_document", "operation_document_cid"]
+
+
+def operation_document_cid(jws_token: str) -> str | None:
+    """The ``documentCID`` a sequenced content operation commits to.
+
+    ``None`` for deletes and for updates that clear the document. The token
+    was verified at ingestion, so it is read, not re-verified.
+    """
+    document_cid = decode_jws(jws_token).payload.get("documentCID")
+    return document_cid if isinstance(document_cid, str) else None
+
+
+def check_document(body: bytes, document_cid: str) -> None:
+    """Require ``body`` to be JSON whose canonical CID is ``document_cid``.
+
+    The relay stores the bytes exactly as uploaded; only their parsed value
+    is hashed, so formatting (whitespace, key order) does not matter.
+    """
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InvalidDocument("the document is not valid JSON") from exc
+    try:
+        actual = cid_of(value)
+    except (ProtocolError, ValueError, TypeError) as exc:
+        raise InvalidDocument(f"the document cannot be encoded as dag-cbor: {exc}") from exc
+    if actual != document_cid:
+        raise InvalidDocument(
+            f"the document's CID {actual} does not match the operation's documentCID {document_cid}"
+        )

@@ -1,0 +1,145 @@
+"""Content-plane routes (WEB-RELAY.md "Content Plane Access"; openapi.yaml
+"Content Plane").
+
+``PUT /content/{contentId}/blob/{operationCID}`` stores the document an
+operation commits to; ``GET /content/{contentId}/blob[/{ref}]`` serves it.
+Handlers load states from the store and hand them to the pure rules in
+``relay.content_plane``; this module maps that error tree to statuses.
+
+Order of checks: plane enabled (501), auth token (401), chain / operation /
+document exists (404), right to read or write (403), body (413, 400).
+Blobs are keyed by (creator DID, documentCID) and kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from relay.content_plane import (
+    ContentAccessError,
+    Forbidden,
+    InvalidDocument,
+    Unauthenticated,
+    auth_token_signer,
+    authenticate,
+    authorize_read,
+    authorize_write,
+    check_document,
+    operation_document_cid,
+)
+from relay.protocol import ContentState, IdentityState
+from stores.base import OperationRecord, ProofReader
+
+from .errors import ApiError
+from .params import read_body_capped
+from .proof import relay_of
+
+HEAD_REF = "head"
+DOCUMENT_MEDIA_TYPE = "application/json"  # documents are JSON
+Handler = Callable[[Request], Awaitable[Response]]
+
+_STATUS: dict[type[ContentAccessError], int] = {
+    Unauthenticated: 401,
+    Forbidden: 403,
+    InvalidDocument: 400,
+}
+
+
+def content_plane(handler: Handler) -> Handler:
+    """501 while the plane is off; map content-plane refusals to JSON errors."""
+
+    @functools.wraps(handler)
+    async def guarded(request: Request) -> Response:
+        if not relay_of(request).config.content:
+            raise ApiError(501, "the content plane is not enabled on this relay")
+        try:
+            return await handler(request)
+        except ContentAccessError as exc:
+            status = _STATUS[type(exc)]
+            headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+            raise ApiError(status, str(exc), headers) from exc
+
+    return guarded
+
+
+def bearer_token(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("a Bearer auth token is required")
+    return token.strip()
+
+
+async def identity_state(store: ProofReader, did: str) -> IdentityState | None:
+    chain = await store.get_chain(did)
+    if chain is None or chain.kind != "identity":
+        return None
+    return IdentityState.from_record(chain.state)
+
+
+async def authenticated_caller(request: Request) -> str:
+    """The DID proven by the request's auth token (401 otherwise)."""
+    relay = relay_of(request)
+    token = bearer_token(request)
+    identity = await identity_state(relay.store, auth_token_signer(token))
+    now_s = relay.clock() // 1000
+    claims = authenticate(token, identity, relay.did, now_s, relay.config.auth_token_max_lifetime_s)
+    return claims.iss
+
+
+async def content_state(store: ProofReader, content_id: str) -> ContentState:
+    chain = await store.get_chain(content_id)
+    if chain is None or chain.kind != "content":
+        raise ApiError(404, "content chain not found")
+    return ContentState.from_record(chain.state)
+
+
+async def chain_operation(store: ProofReader, content_id: str, cid: str) -> OperationRecord:
+    op = await store.get_operation(cid)
+    if op is None or op.kind != "content-op" or op.chain_id != content_id:
+        raise ApiError(404, "operation not found in this content chain")
+    return op
+
+
+@content_plane
+async def upload_blob(request: Request) -> Response:
+    relay = relay_of(request)
+    caller = await authenticated_caller(request)
+    content_id = request.path_params["content_id"]
+    content = await content_state(relay.store, content_id)
+    op = await chain_operation(relay.store, content_id, request.path_params["ref"])
+    document_cid = operation_document_cid(op.jws_token)
+    if document_cid is None:
+        raise ApiError(404, "the operation commits to no document")
+    creator = await identity_state(relay.store, content.creator_did)
+    authorize_write(caller, content, op.author_did, creator)
+    body = await read_body_capped(request, relay.config.max_blob_bytes)
+    check_document(body, document_cid)
+    await relay.store.put_blob(content.creator_did, document_cid, body)
+    return JSONResponse({"status": "stored", "contentId": content_id, "documentCID": document_cid})
+
+
+@content_plane
+async def download_blob(request: Request) -> Response:
+    relay = relay_of(request)
+    caller = await authenticated_caller(request)
+    content_id = request.path_params["content_id"]
+    content = await content_state(relay.store, content_id)
+    ref = request.path_params.get("ref", HEAD_REF)
+    if ref == HEAD_REF:
+        document_cid = content.current_document_cid
+    else:
+        op = await chain_operation(relay.store, content_id, ref)
+        document_cid = operation_document_cid(op.jws_token)
+    if document_cid is None:
+        raise ApiError(404, "no document at this ref (deleted or cleared content)")
+    creator = await identity_state(relay.store, content.creator_did)
+    now_s = relay.clock() // 1000
+    authorize_read(caller, content, request.headers.get("x-credential"), creator, now_s)
+    blob = await relay.store.get_blob(content.creator_did, document_cid)
+    if blob is None:
+        raise ApiError(404, "the document has not been uploaded to this relay")
+    return Response(blob, media_type=DOCUMENT_MEDIA_TYPE, headers={"X-Document-CID": document_cid})
