@@ -34,7 +34,9 @@ def ingest_countersign(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
     if not isinstance(witness, str) or not isinstance(target_cid, str):
         return Rejected(RejectReason.MALFORMED, "countersign did and targetCID must be strings")
     if view.chain(witness) is None:
-        return missing(RejectReason.MISSING_IDENTITY, f"identity {witness}", depends_on_did(witness))
+        return missing(
+            RejectReason.MISSING_IDENTITY, f"identity {witness}", depends_on_did(witness)
+        )
     if view.is_deleted_identity(witness):
         return deleted_identity(witness, "witness identity")
     try:
@@ -43,7 +45,9 @@ def ingest_countersign(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
         return rejection_for(exc)
     target = view.operation(target_cid)
     if target is None:
-        return missing(RejectReason.MISSING_TARGET, f"target {target_cid}", depends_on_op(target_cid))
+        return missing(
+            RejectReason.MISSING_TARGET, f"target {target_cid}", depends_on_op(target_cid)
+        )
     if target.author_did == witness:
         return Rejected(RejectReason.SELF_COUNTERSIGN, "witness is the author of the target")
     if view.has_countersign(target_cid, witness):

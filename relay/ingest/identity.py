@@ -62,7 +62,9 @@ def ingest_identity(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
     except ProtocolError as exc:
         return rejection_for(exc)
     _stage(sub, verified, view)
-    return Accepted("identity-op", verified.did, (depends_on_op(sub.cid), depends_on_did(verified.did)))
+    return Accepted(
+        "identity-op", verified.did, (depends_on_op(sub.cid), depends_on_did(verified.did))
+    )
 
 
 def _verify_extension(

@@ -96,11 +96,17 @@ class Ingestor:
         self._max_pending = max_pending
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
+        # Decoded form of the ops this process buffered, so a wake-up does not
+        # decode them again; only an accelerator (checked against the stored
+        # token), bounded by max_pending.
+        self._prepared: dict[str, Submitted] = {}
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    async def ingest(self, tokens: Sequence[object], source: str | None = None) -> list[IngestionResult]:
+    async def ingest(
+        self, tokens: Sequence[object], source: str | None = None
+    ) -> list[IngestionResult]:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
@@ -130,7 +136,7 @@ class Ingestor:
         self, submitted: Sequence[tuple[int | None, Submitted]]
     ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
-            run = _Sequencing(StateView(session), self._clock(), self._max_pending)
+            run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
             await run.start()
             await run.sequence(list(submitted))
             if not run.view.batch.is_empty():
@@ -159,8 +165,13 @@ def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
 class _Sequencing:
     """One session's rounds of verify-and-wake."""
 
-    def __init__(self, view: StateView, now_ms: int, max_pending: int) -> None:
+    def __init__(
+        self, view: StateView, now_ms: int, max_pending: int, prepared: dict[str, Submitted]
+    ) -> None:
         self.view = view
+        self._prepared = prepared
+        if len(prepared) > max_pending:  # entries resolved by another process
+            prepared.clear()
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
         self.sequenced: list[SequencedOp] = []
@@ -189,6 +200,7 @@ class _Sequencing:
             outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
         if index is not None:
             self.outcomes[index] = outcome
+        self._prepared.pop(sub.cid, None)
         if isinstance(outcome, Accepted):
             batch.waiting.pop(sub.cid, None)
             self.sequenced.append(SequencedOp(sub.cid, sub.token, outcome.kind, outcome.chain_id))
@@ -215,6 +227,7 @@ class _Sequencing:
                 return
             batch.resolved_cids.discard(sub.cid)
             batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
+            self._prepared[sub.cid] = sub
             self._waiting[rejected.waits_for].append((index, sub))
             return
         batch.waiting.pop(sub.cid, None)
@@ -232,7 +245,9 @@ class _Sequencing:
         for pending in await self.view.session.take_waiting(keys):
             if pending.cid in next_round or pending.cid in self.view.batch.resolved_cids:
                 continue
-            prepared = prepare(pending.jws_token)
+            cached = self._prepared.get(pending.cid)
+            hit = cached is not None and cached.token == pending.jws_token
+            prepared = cached if hit else prepare(pending.jws_token)
             if isinstance(prepared, Submitted):
                 next_round[pending.cid] = (None, prepared)
         return list(next_round.values())

@@ -126,7 +126,7 @@ class StateView:
 
     def is_deleted_identity(self, did: str) -> bool:
         chain = self._chains.get(did)
-        return chain is not None and bool(chain.state.get("is_deleted"))
+        return chain is not None and bool(chain.state.get("deleted"))
 
     def resolve_key(self, kid: str) -> list[bytes]:
         """Historical resolver: any key the identity ever held, in any role.

@@ -1,0 +1,129 @@
+"""POST /operations input handling (openapi.yaml ``IngestRequest``): malformed
+bodies are 400 JSON errors, oversized bodies 413, unknown routes and methods
+JSON 404/405; a malformed token inside a batch is rejected on its own line
+while the rest proceed; no input yields a 500."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relay import RelayConfig, create_relay
+from relay.config import MAX_OPERATIONS_PER_REQUEST
+from relay.testing.workload import WorkloadBuilder
+from stores.base import RelayStore
+from tests.support.relay_api import PAST_MS, post, statuses
+
+
+def _assert_json_error(response: httpx.Response, status: int) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"{not json", id="invalid-json"),
+        pytest.param(b"\xff\xfe", id="not-utf8"),
+        pytest.param(b"", id="empty-body"),
+        pytest.param(b"[]", id="array-not-object"),
+        pytest.param(b'"operations"', id="string"),
+        pytest.param(b"{}", id="missing-operations"),
+        pytest.param(b'{"operations": "eyJ"}', id="operations-not-array"),
+        pytest.param(b'{"operations": null}', id="operations-null"),
+        pytest.param(b'{"operations": []}', id="empty-array"),
+        pytest.param(b'{"operations": [1, 2]}', id="non-string-items"),
+        pytest.param(b'{"operations": ["a", {"x": 1}]}', id="mixed-item-types"),
+        pytest.param(
+            json.dumps({"operations": ["x"] * (MAX_OPERATIONS_PER_REQUEST + 1)}).encode(),
+            id="over-100-items",
+        ),
+    ],
+)
+async def test_bad_body_is_a_400_json_error(client: httpx.AsyncClient, body: bytes) -> None:
+    response = await client.post(
+        "/operations", content=body, headers={"content-type": "application/json"}
+    )
+    _assert_json_error(response, 400)
+
+
+async def test_exactly_100_items_is_accepted(client: httpx.AsyncClient) -> None:
+    results = await post(client, ["not-a-jws"] * MAX_OPERATIONS_PER_REQUEST)
+    assert set(statuses(results)) == {"rejected"}
+
+
+async def test_body_over_the_configured_cap_is_413(store: RelayStore) -> None:
+    relay = create_relay(store, config=RelayConfig(max_body_bytes=1024))
+    async with relay.running():
+        transport = httpx.ASGITransport(app=relay.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+            big = json.dumps({"operations": ["x" * 2000]})
+            _assert_json_error(await client.post("/operations", content=big), 413)
+            small = await client.post("/operations", json={"operations": ["x" * 100]})
+            assert small.status_code == 200
+
+
+async def test_unknown_route_is_a_json_404(client: httpx.AsyncClient) -> None:
+    _assert_json_error(await client.get("/no/such/route"), 404)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/operations"), ("PUT", "/operations"), ("POST", "/log"), ("DELETE", "/identities/x")],
+)
+async def test_wrong_method_is_a_json_405(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    _assert_json_error(await client.request(method, path), 405)
+
+
+async def test_malformed_token_is_rejected_on_its_own_line(client: httpx.AsyncClient) -> None:
+    b = WorkloadBuilder(seed=11, start_ms=PAST_MS)
+    alice = b.identity()
+    chain = b.content_create(alice)
+    good = list(b.tokens)
+    batch = [good[0], "not.a.jws", "x", good[1], good[0][:-3] + "AAA", "a.b"]
+    results = await post(client, batch)
+    assert statuses(results) == ["new", "rejected", "rejected", "new", "rejected", "rejected"]
+    for r in (results[1], results[2], results[5]):
+        assert r["error"]
+    assert results[3]["chainId"] == chain.content_id
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_tokenish = st.builds(
+    lambda a, b, c: f"{a}.{b}.{c}",
+    st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=", max_size=40),
+    st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", max_size=40),
+    st.text(max_size=10),
+)
+_bodies = st.one_of(
+    st.binary(max_size=64),
+    _json_values.map(lambda v: json.dumps(v).encode()),
+    st.lists(st.one_of(_tokenish, _json_values), max_size=5).map(
+        lambda ops: json.dumps({"operations": ops}).encode()
+    ),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(body=_bodies)
+async def test_no_input_yields_a_500(client: httpx.AsyncClient, body: bytes) -> None:
+    response = await client.post("/operations", content=body)
+    assert response.status_code in (200, 400, 413), response.text
+    assert isinstance(response.json(), dict)
