@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relay.limits import Network, RateLimit
 
 MAX_OPERATIONS_PER_REQUEST = 100  # openapi.yaml: operations maxItems
 DEFAULT_LOG_LIMIT = 100
@@ -29,3 +32,5 @@ class RelayConfig:
     max_pending: int = DEFAULT_MAX_PENDING
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     profile: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_PROFILE)
+    rate_limit: RateLimit | None = None  # POST /operations per client IP; None: off
+    trusted_proxies: tuple[Network, ...] = ()  # whose X-Forwarded-For is believed

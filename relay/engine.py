@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay.config import RelayConfig
 from relay.ingest.pipeline import Clock, Ingestor
+from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, Status
@@ -54,6 +55,7 @@ class Relay:
         self.config = config
         self.clock = clock
         self.ingestor = Ingestor(store, clock, config.max_pending)
+        self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
@@ -116,6 +118,8 @@ class Relay:
             identity = new_relay_identity(keypair, self.config.profile, self.clock())
         if stored is None:
             await self.store.put_relay_identity(identity)
+            # another process sharing the store may have written first: use its identity
+            identity = await self.store.get_relay_identity() or identity
         results = await self.ingestor.ingest([identity.genesis_token, identity.profile_token])
         for result in results:
             if result.status is Status.REJECTED:
@@ -127,7 +131,9 @@ class Relay:
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         """Ingest a batch; ``source`` names the peer it came from (no echo)."""
-        return await self.ingestor.ingest(tokens, source)
+        results = await self.ingestor.ingest(tokens, source)
+        self.metrics.record_ingestion(results)
+        return results
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         """After a local miss, try the read-through peers; True if now known."""

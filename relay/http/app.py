@@ -8,9 +8,13 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from . import proof
+from relay.limits import RateLimitMiddleware
+from relay.observability import OPS_ROUTES, RequestContextMiddleware
+
+from . import content, proof
 from .errors import EXCEPTION_HANDLERS
 
 if TYPE_CHECKING:
@@ -34,6 +38,25 @@ PROOF_ROUTES = [
     Route("/log", proof.get_log, methods=["GET"]),
 ]
 
+# Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
+CONTENT_ROUTES = [
+    Route("/content/{content_id}/blob", content.download_blob, methods=["GET"]),
+    Route("/content/{content_id}/blob/{ref}", content.download_blob, methods=["GET"]),
+    Route("/content/{content_id}/blob/{ref}", content.upload_blob, methods=["PUT"]),
+]
+
+
+def middleware_for(relay: Relay) -> list[Middleware]:
+    """Outermost first: request id + latency + access log, then rate limit."""
+    return [
+        Middleware(RequestContextMiddleware, metrics=relay.metrics),
+        Middleware(
+            RateLimitMiddleware,
+            limit=relay.config.rate_limit,
+            trusted_proxies=relay.config.trusted_proxies,
+        ),
+    ]
+
 
 def build_app(relay: Relay) -> Starlette:
     @asynccontextmanager
@@ -45,9 +68,10 @@ def build_app(relay: Relay) -> Starlette:
             await relay.stop()
 
     app = Starlette(
-        routes=list(PROOF_ROUTES),
+        routes=[*PROOF_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
+        middleware=middleware_for(relay),
     )
     app.state.relay = relay
     return app

@@ -1,0 +1,89 @@
+"""The composition root for served relays, and ``relay.asgi:app``.
+
+``hypercorn relay.asgi:app`` (or any ASGI host) serves a relay configured
+from ``DFOS_RELAY_*`` environment variables alone (see ``relay.settings``);
+``dfos-relay serve --workers N`` uses the same path in each worker. The
+module-level ``app`` is built on first access, not on import, so importing
+this module has no side effects. ``create_app(env)`` is the explicit
+factory.
+
+Here, and only here, concrete backends are chosen: the store from its URL
+(``stores.factory``), the HTTP peer client and the peering service.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from relay.engine import Relay, create_relay
+from relay.observability.logging import configure_logging
+from relay.settings import ServeSettings, SettingsError, parse_settings
+
+if TYPE_CHECKING:
+    from relay.peering.api import PeeringService
+    from stores.base import RelayStore
+
+__all__ = ["create_app", "relay_from_settings", "store_from_url"]
+
+
+def store_from_url(url: str, source: str = "--store") -> RelayStore:
+    """An unopened store for ``url``; bad URLs raise ``SettingsError``."""
+    try:
+        from stores.factory import open_store_from_url
+    except ImportError:
+        if url.startswith("memory:"):
+            from stores.memory import MemoryStore
+
+            return MemoryStore()
+        raise SettingsError(source, f"this build has no store factory for {url!r}") from None
+    from stores.base import StoreError
+
+    try:
+        return open_store_from_url(url)
+    except (ValueError, StoreError) as exc:
+        raise SettingsError(source, str(exc)) from None
+
+
+def peering_from_settings(settings: ServeSettings) -> PeeringService | None:
+    if not settings.peers:
+        return None
+    try:
+        from relay.peering.service import build_peering
+    except ImportError:
+        raise SettingsError("--peer", "this build has no peering service") from None
+    from relay.peering.config import PeeringConfig
+
+    # No client passed: peering builds (and on stop closes) its HttpPeerClient.
+    return build_peering(
+        settings.peers, None, config=PeeringConfig(sync_interval_s=settings.sync_interval_s)
+    )
+
+
+def relay_from_settings(settings: ServeSettings) -> Relay:
+    """Compose (no I/O) the relay that ``settings`` describe."""
+    return create_relay(
+        store_from_url(settings.store),
+        config=settings.relay_config(),
+        peering=peering_from_settings(settings),
+    )
+
+
+def create_app(env: Mapping[str, str]) -> Any:
+    """The ASGI app of a relay configured by ``DFOS_RELAY_*`` in ``env``."""
+    settings = parse_settings(env)
+    configure_logging(settings.log_level)
+    return relay_from_settings(settings).app
+
+
+_app: Any = None
+
+
+def __getattr__(name: str) -> Any:
+    global _app
+    if name != "app":
+        raise AttributeError(name)
+    if _app is None:
+        _app = create_app(os.environ)
+    return _app

@@ -1,0 +1,130 @@
+"""The ``dfos-relay`` console command.
+
+::
+
+    dfos-relay serve [options]              serve the relay (options: relay.settings)
+    dfos-relay dump-log URL -o FILE.jsonl   page a relay's GET /log into JSON Lines
+    dfos-relay import FILE.jsonl [--store URL]
+                                            ingest an export through the pipeline
+    dfos-relay converge ...                 the Spark convergence job
+
+A usage or configuration error is one line on stderr and exit status 2;
+a failure while running is one line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import NoReturn
+
+from relay.version import RELAY_VERSION
+
+PROG = "dfos-relay"
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but an error is exactly one line (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, add_serve_arguments
+
+    parser = OneLineParser(prog=PROG, description="DFOS web relay")
+    parser.add_argument("--version", action="version", version=f"{PROG} {RELAY_VERSION}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    serve = commands.add_parser("serve", help="serve the relay with hypercorn")
+    add_serve_arguments(serve)
+
+    dump = commands.add_parser("dump-log", help="dump a relay's global log to JSON Lines")
+    dump.add_argument("url", help="base URL of the relay")
+    dump.add_argument("-o", "--output", required=True, help="output file (.jsonl or .jsonl.gz)")
+    dump.add_argument("--no-resume", action="store_true", help="overwrite instead of resuming")
+
+    imp = commands.add_parser("import", help="ingest a JSON Lines export into a store")
+    imp.add_argument("file", help="a dump-log file (.jsonl or .jsonl.gz)")
+    imp.add_argument(
+        "--store",
+        default=None,
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+    conv = commands.add_parser("converge", help="run the Spark convergence job", add_help=False)
+    conv.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _fail(command: str, message: object, status: int) -> int:
+    print(f"{PROG} {command}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _last_line(exc: BaseException) -> str:
+    """Hypercorn wraps lifespan failures with the whole traceback; keep the
+    final ``Type: message`` line (the traceback itself is in the log)."""
+    lines = [line.strip(" '\"") for line in str(exc).splitlines() if line.strip(" '\"")]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.asgi import relay_from_settings
+    from relay.cli_serve import serve
+    from relay.observability.logging import configure_logging
+    from relay.settings import SettingsError, load_settings, settings_env
+
+    try:
+        settings = load_settings(args, env)
+        relay = relay_from_settings(settings)  # composes only: validates store and peers
+    except SettingsError as exc:
+        return _fail("serve", exc, EXIT_USAGE)
+    configure_logging(settings.log_level)
+    try:
+        return serve(settings, relay.app, settings_env(args, env))
+    except Exception as exc:  # start-up failures (store unreachable, port taken)
+        return _fail("serve", _last_line(exc), EXIT_FAILURE)
+
+
+def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli_transfer import TransferError, dump_command, import_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+
+    try:
+        if args.command == "dump-log":
+            return asyncio.run(dump_command(args.url, args.output, resume=not args.no_resume))
+        store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+        return asyncio.run(import_command(args.file, store))
+    except SettingsError as exc:
+        return _fail(args.command, exc, EXIT_USAGE)
+    except TransferError as exc:
+        return _fail(args.command, exc, EXIT_FAILURE)
+
+
+def _converge(args: argparse.Namespace) -> int:
+    try:
+        from spark.convergence import run_convergence
+    except ImportError as exc:
+        return _fail("converge", f"the convergence job is not available: {exc}", EXIT_FAILURE)
+    return int(run_convergence(list(args.args)) or 0)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    environ = os.environ if env is None else env
+    if args.command == "serve":
+        return _serve(args, environ)
+    if args.command == "converge":
+        return _converge(args)
+    return _transfer(args, environ)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

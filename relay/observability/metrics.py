@@ -1,0 +1,110 @@
+"""Prometheus metrics of one relay, on that relay's own ``CollectorRegistry``
+(so several relays in one process, as in tests, never share counters).
+
+Recording API (cheap, synchronous, safe to call from any task):
+
+- ``record_ingestion(results)``: ``dfos_relay_ingested_total{kind,status}``
+- ``observe_request(method, route, status, seconds)``: latency histogram
+- ``peer_sync(url, lag, ok)``: for the peering code after each sync-in
+  cycle against one peer; ``lag`` is how many ops that cycle pulled (the
+  distance the relay was behind), ``ok`` False counts a failure.
+- ``refresh(store)``: gauges read from the store at scrape time (log
+  length, pending-buffer size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+__all__ = ["CONTENT_TYPE", "RelayMetrics"]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+UNKNOWN_KIND = "unknown"
+
+
+class _Result(Protocol):
+    @property
+    def status(self) -> Any: ...
+    @property
+    def kind(self) -> str | None: ...
+
+
+class _Store(Protocol):
+    async def log_length(self) -> int: ...
+    async def count_unsequenced(self) -> int: ...
+
+
+class RelayMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.ingested = Counter(
+            "dfos_relay_ingested",
+            "Operations ingested, by kind and result status",
+            ["kind", "status"],
+            registry=r,
+        )
+        self.pending = Gauge(
+            "dfos_relay_pending_operations", "Operations buffered but not sequenced", registry=r
+        )
+        self.log_length = Gauge(
+            "dfos_relay_log_length", "Entries in the relay's global operation log", registry=r
+        )
+        self.request_latency = Histogram(
+            "dfos_relay_http_request_duration_seconds",
+            "HTTP request latency",
+            ["method", "route", "status"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.peer_lag = Gauge(
+            "dfos_relay_peer_sync_lag_operations",
+            "Operations pulled from the peer by its last sync cycle",
+            ["peer"],
+            registry=r,
+        )
+        self.peer_syncs = Counter(
+            "dfos_relay_peer_syncs",
+            "Sync-in cycles per peer, by result",
+            ["peer", "result"],
+            registry=r,
+        )
+        self.peer_failures = Counter(
+            "dfos_relay_peer_sync_failures",
+            "Failed sync-in cycles per peer",
+            ["peer"],
+            registry=r,
+        )
+
+    def record_ingestion(self, results: Iterable[_Result]) -> None:
+        for result in results:
+            status = getattr(result.status, "value", result.status)
+            self.ingested.labels(result.kind or UNKNOWN_KIND, str(status)).inc()
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.request_latency.labels(method, route, str(status)).observe(seconds)
+
+    def peer_sync(self, url: str, lag: int | float | None, ok: bool) -> None:
+        self.peer_syncs.labels(url, "ok" if ok else "failed").inc()
+        if ok and lag is not None:
+            self.peer_lag.labels(url).set(lag)
+        if not ok:
+            self.peer_failures.labels(url).inc()
+
+    async def refresh(self, store: _Store) -> None:
+        self.log_length.set(await store.log_length())
+        self.pending.set(await store.count_unsequenced())
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,62 @@
+"""Operator routes: ``/healthz`` (process up), ``/readyz`` (store reachable
+and sequencer running) and ``/metrics`` (Prometheus text format).
+
+``/healthz`` never touches the store, so a slow database does not get a
+live process restarted; ``/readyz`` does, so a load balancer stops routing
+to a relay that cannot serve.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .metrics import CONTENT_TYPE
+
+if TYPE_CHECKING:
+    from relay.engine import Relay
+
+log = logging.getLogger("dfos_relay.ops")
+
+
+def _relay(request: Request) -> Relay:
+    return request.app.state.relay  # type: ignore[no-any-return]
+
+
+async def healthz(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> JSONResponse:
+    relay = _relay(request)
+    checks = {"sequencer": "running" if relay.started else "stopped", "store": "ok"}
+    try:
+        await relay.store.ping()
+    except Exception as exc:  # any failure means "not ready", never a 500
+        log.warning("readiness: store ping failed: %s", exc)
+        checks["store"] = "unreachable"
+    ready = checks == {"sequencer": "running", "store": "ok"}
+    return JSONResponse(
+        {"status": "ready" if ready else "unavailable", **checks}, status_code=200 if ready else 503
+    )
+
+
+async def metrics(request: Request) -> Response:
+    relay = _relay(request)
+    if relay.started:
+        try:
+            await relay.metrics.refresh(relay.store)
+        except Exception as exc:  # a scrape still answers the in-memory series
+            log.warning("metrics: store gauges unavailable: %s", exc)
+    return Response(relay.metrics.render(), media_type=CONTENT_TYPE)
+
+
+OPS_ROUTES = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+]

@@ -1,0 +1,373 @@
+"""Settings of ``dfos-relay serve`` and ``relay.asgi:app`` as data.
+
+Every option has a command-line flag and an environment variable
+``DFOS_RELAY_<NAME>``; the flag wins. Both sources are first merged into
+one mapping of raw strings keyed by variable name (that mapping is also what
+worker processes receive), then parsed into a frozen ``ServeSettings``. A
+bad value raises ``SettingsError`` whose text is one line naming the flag or
+variable it came from; ``dfos-relay`` prints it and exits 2.
+
+Peer syntax: ``URL`` enables gossip, read-through and sync; ``URL#b1+b2``
+enables only the listed behaviours, from ``gossip``, ``read-through`` and
+``sync`` (``http://a:4444#read-through`` is a read-only cache).
+``DFOS_RELAY_PEERS`` and ``DFOS_RELAY_TRUSTED_PROXIES`` are comma-separated.
+
+Not checked here: that the store or the peers are reachable (start-up and
+``/readyz`` find out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from peer.base import PeerConfig
+from relay.config import DEFAULT_MAX_BLOB_BYTES, DEFAULT_MAX_BODY_BYTES, RelayConfig
+from relay.limits import Network, RateLimit, parse_rate_limit, parse_trusted_proxies
+from relay.observability.logging import DEFAULT_LOG_LEVEL, LOG_LEVELS
+
+ENV_PREFIX = "DFOS_RELAY_"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4444
+DEFAULT_STORE_URL = "sqlite:///dfos-relay.db"  # relative: ./dfos-relay.db
+DEFAULT_WORKERS = 1
+DEFAULT_SYNC_INTERVAL_S = 30.0  # 0 turns periodic sync off
+DEFAULT_GRACEFUL_TIMEOUT_S = 30.0  # in-flight requests get this long after SIGTERM
+STORE_SCHEMES = ("memory", "sqlite", "postgresql", "postgres")
+PEER_BEHAVIOURS = {"gossip": "gossip", "read-through": "read_through", "sync": "sync"}
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+class SettingsError(ValueError):
+    """A bad option value; ``str()`` is the one line shown to the operator."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(f"{source}: {message}")
+        self.source = source
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    store: str = DEFAULT_STORE_URL
+    workers: int = DEFAULT_WORKERS
+    content: bool = True
+    log: bool = True
+    peers: tuple[PeerConfig, ...] = ()
+    sync_interval_s: float | None = DEFAULT_SYNC_INTERVAL_S
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    log_level: str = DEFAULT_LOG_LEVEL
+    rate_limit: RateLimit | None = None
+    trusted_proxies: tuple[Network, ...] = ()
+
+    def relay_config(self) -> RelayConfig:
+        return RelayConfig(
+            content=self.content,
+            log=self.log,
+            max_body_bytes=self.max_body_bytes,
+            max_blob_bytes=self.max_blob_bytes,
+            rate_limit=self.rate_limit,
+            trusted_proxies=self.trusted_proxies,
+        )
+
+
+# -- value parsers: text -> value, or ValueError with a short reason ------------
+
+
+def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = text.strip()
+        if not value.isdigit() or not (low <= int(value) and (high is None or int(value) <= high)):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            raise ValueError(f"expected an integer {bound}, got {text!r}")
+        return int(value)
+
+    return parse
+
+
+def _bool(text: str) -> bool:
+    word = text.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError(f"expected true/false (1/0, yes/no, on/off), got {text!r}")
+
+
+def _host(text: str) -> str:
+    if not text.strip() or any(c.isspace() for c in text.strip()):
+        raise ValueError(f"expected a host name or address, got {text!r}")
+    return text.strip()
+
+
+def _store(text: str) -> str:
+    url = text.strip()
+    scheme = urlsplit(url).scheme
+    if scheme not in STORE_SCHEMES or "://" not in url:
+        raise ValueError(
+            f"expected memory://, sqlite:///PATH or postgresql://USER@HOST:PORT/DB, got {text!r}"
+        )
+    return url
+
+
+def _interval(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected seconds (0 turns sync off), got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"expected seconds >= 0 (0 turns sync off), got {text!r}")
+    return value or None
+
+
+def _log_level(text: str) -> str:
+    if text.strip().lower() not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return text.strip().lower()
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_peer(spec: str) -> PeerConfig:
+    """``URL`` or ``URL#gossip+read-through+sync`` (only the listed behaviours)."""
+    url, hashmark, fragment = spec.strip().partition("#")
+    flags = dict.fromkeys(PEER_BEHAVIOURS.values(), True)
+    if hashmark:
+        names = [name for name in fragment.split("+") if name]
+        unknown = [name for name in names if name not in PEER_BEHAVIOURS]
+        if not names or unknown:
+            raise ValueError(
+                f"peer {spec!r}: behaviours after '#' must be '+'-joined "
+                f"{', '.join(PEER_BEHAVIOURS)}"
+            )
+        flags = {field: name in names for name, field in PEER_BEHAVIOURS.items()}
+    return PeerConfig(url, **flags)
+
+
+def _peers(text: str) -> tuple[PeerConfig, ...]:
+    peers = tuple(parse_peer(item) for item in _items(text))
+    urls = [peer.url for peer in peers]
+    if len(set(urls)) != len(urls):
+        raise ValueError("a peer url is listed more than once")
+    return peers
+
+
+def _proxies(text: str) -> tuple[Network, ...]:
+    return parse_trusted_proxies(_items(text))
+
+
+# -- the option table --------------------------------------------------------------
+
+Kind = Literal["value", "flag", "list"]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    field: str  # ServeSettings field
+    flag: str
+    name: str  # DFOS_RELAY_<name>
+    kind: Kind
+    parse: Callable[[str], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("host", "--host", "HOST", "value", _host, f"bind address (default {DEFAULT_HOST})"),
+    Option(
+        "port", "--port", "PORT", "value", _int_in(1, 65535), f"TCP port (default {DEFAULT_PORT})"
+    ),
+    Option(
+        "store",
+        "--store",
+        "STORE",
+        "value",
+        _store,
+        f"memory://, sqlite:///PATH or postgresql://USER@HOST:PORT/DB "
+        f"(default {DEFAULT_STORE_URL})",
+    ),
+    Option(
+        "workers",
+        "--workers",
+        "WORKERS",
+        "value",
+        _int_in(1),
+        "hypercorn worker processes (default 1; >1 needs a shared store)",
+    ),
+    Option(
+        "content",
+        "--no-content",
+        "NO_CONTENT",
+        "flag",
+        lambda t: not _bool(t),
+        "disable the content plane",
+    ),
+    Option(
+        "log",
+        "--no-log",
+        "NO_LOG",
+        "flag",
+        lambda t: not _bool(t),
+        "disable the global operation log",
+    ),
+    Option(
+        "peers",
+        "--peer",
+        "PEERS",
+        "list",
+        _peers,
+        "peer URL, repeatable; URL#gossip+read-through+sync enables only those",
+    ),
+    Option(
+        "sync_interval_s",
+        "--sync-interval",
+        "SYNC_INTERVAL",
+        "value",
+        _interval,
+        f"seconds between sync-in cycles (default {DEFAULT_SYNC_INTERVAL_S:g}; 0: off)",
+    ),
+    Option(
+        "max_body_bytes",
+        "--max-body-bytes",
+        "MAX_BODY_BYTES",
+        "value",
+        _int_in(1),
+        f"request body cap, 413 beyond (default {DEFAULT_MAX_BODY_BYTES})",
+    ),
+    Option(
+        "max_blob_bytes",
+        "--max-blob-bytes",
+        "MAX_BLOB_BYTES",
+        "value",
+        _int_in(1),
+        f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
+    ),
+    Option(
+        "log_level",
+        "--log-level",
+        "LOG_LEVEL",
+        "value",
+        _log_level,
+        f"{'/'.join(LOG_LEVELS)} (default {DEFAULT_LOG_LEVEL})",
+    ),
+    Option(
+        "rate_limit",
+        "--rate-limit",
+        "RATE_LIMIT",
+        "value",
+        parse_rate_limit,
+        "POST /operations per client IP: N/s, N/m or N/h, or off (default off)",
+    ),
+    Option(
+        "trusted_proxies",
+        "--trusted-proxy",
+        "TRUSTED_PROXIES",
+        "list",
+        _proxies,
+        "proxy IP/CIDR whose X-Forwarded-For is believed, repeatable",
+    ),
+)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option as a flag; values stay raw text until ``load_settings``."""
+    for opt in OPTIONS:
+        env_help = f" [env {opt.env}]"
+        if opt.kind == "flag":
+            parser.add_argument(
+                opt.flag,
+                dest=opt.field,
+                action="store_const",
+                const="1",
+                default=None,
+                help=opt.help + env_help,
+            )
+        elif opt.kind == "list":
+            parser.add_argument(
+                opt.flag,
+                dest=opt.field,
+                action="append",
+                default=None,
+                metavar="VALUE",
+                help=opt.help + env_help,
+            )
+        else:
+            parser.add_argument(
+                opt.flag, dest=opt.field, default=None, metavar="VALUE", help=opt.help + env_help
+            )
+
+
+def merge_sources(
+    args: argparse.Namespace | None, env: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(raw values by variable name, the source to blame for each)."""
+    raw: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for opt in OPTIONS:
+        given = getattr(args, opt.field, None) if args is not None else None
+        if given is not None:
+            raw[opt.env] = ",".join(given) if isinstance(given, list) else str(given)
+            sources[opt.env] = opt.flag
+        elif opt.env in env:
+            raw[opt.env] = env[opt.env]
+            sources[opt.env] = opt.env
+    return raw, sources
+
+
+def parse_settings(
+    raw: Mapping[str, str], sources: Mapping[str, str] | None = None
+) -> ServeSettings:
+    """``ServeSettings`` from ``DFOS_RELAY_*`` text; raises ``SettingsError``."""
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        if opt.env not in raw:
+            continue
+        source = (sources or {}).get(opt.env, opt.env)
+        try:
+            values[opt.field] = opt.parse(raw[opt.env])
+        except ValueError as exc:
+            raise SettingsError(source, str(exc)) from None
+    settings = ServeSettings(**values)
+    if settings.workers > 1 and settings.store.startswith("memory:"):
+        source = (sources or {}).get(ENV_PREFIX + "WORKERS", ENV_PREFIX + "WORKERS")
+        raise SettingsError(source, "several workers need a shared store, not memory://")
+    return settings
+
+
+def load_settings(args: argparse.Namespace | None, env: Mapping[str, str]) -> ServeSettings:
+    raw, sources = merge_sources(args, env)
+    return parse_settings(raw, sources)
+
+
+def settings_env(args: argparse.Namespace | None, env: Mapping[str, str]) -> dict[str, str]:
+    """The merged ``DFOS_RELAY_*`` mapping handed to worker processes."""
+    return merge_sources(args, env)[0]
+
+
+__all__: Sequence[str] = [
+    "DEFAULT_GRACEFUL_TIMEOUT_S",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEFAULT_STORE_URL",
+    "ENV_PREFIX",
+    "OPTIONS",
+    "ServeSettings",
+    "SettingsError",
+    "add_serve_arguments",
+    "load_settings",
+    "parse_peer",
+    "parse_settings",
+    "settings_env",
+]

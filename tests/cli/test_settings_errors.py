@@ -1,0 +1,134 @@
+"""Every bad option and environment value stops start-up with one line
+naming the option, exit status 2; good values parse as documented."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from peer.base import PeerConfig
+from relay.cli import main
+from relay.limits import RateLimit
+from relay.settings import OPTIONS, ServeSettings, load_settings, parse_peer, parse_settings
+
+from .conftest import DFOS_RELAY, clean_env
+
+BAD_VALUES = {
+    "--host": "two words",
+    "--port": "70000",
+    "--store": "mysql://x",
+    "--workers": "0",
+    "--peer": "ftp://peer",
+    "--sync-interval": "-1",
+    "--max-body-bytes": "lots",
+    "--max-blob-bytes": "-5",
+    "--log-level": "loud",
+    "--rate-limit": "10/fortnight",
+    "--trusted-proxy": "10.0.0.300",
+}
+BAD_ENV = {
+    **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
+    "DFOS_RELAY_NO_CONTENT": "maybe",
+    "DFOS_RELAY_NO_LOG": "perhaps",
+}
+
+
+def run_main(
+    argv: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    code = main(["serve", *argv], env=env)
+    return code, capsys.readouterr().err
+
+
+def test_every_option_has_a_bad_value_case() -> None:
+    assert {o.flag for o in OPTIONS if o.kind != "flag"} == set(BAD_VALUES)
+    assert {o.env for o in OPTIONS} == set(BAD_ENV)
+
+
+@pytest.mark.parametrize(("flag", "value"), sorted(BAD_VALUES.items()))
+def test_bad_option_is_one_line_naming_it(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_main([flag, value], {}, capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(f"dfos-relay serve: error: {flag}: ")
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(BAD_ENV.items()))
+def test_bad_environment_value_is_one_line_naming_it(
+    name: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_main([], {name: value}, capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(f"dfos-relay serve: error: {name}: ")
+
+
+def test_memory_store_with_several_workers_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_main(["--store", "memory://", "--workers", "2"], {}, capsys)
+    assert (code, err.count("\n")) == (2, 1) and "--workers" in err
+
+
+def test_real_command_bad_values_exit_2_with_one_line() -> None:
+    flag = subprocess.run(
+        [DFOS_RELAY, "serve", "--port", "abc"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=30,
+    )
+    env = subprocess.run(
+        [DFOS_RELAY, "serve"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=clean_env({"DFOS_RELAY_MAX_BODY_BYTES": "1e6"}),
+    )
+    unknown = subprocess.run(
+        [DFOS_RELAY, "serve", "--bogus"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=30,
+    )
+    for proc, name in ((flag, "--port"), (env, "DFOS_RELAY_MAX_BODY_BYTES"), (unknown, "--bogus")):
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1 and name in proc.stderr
+
+
+def test_flags_win_over_environment_and_defaults_apply() -> None:
+    from relay.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--port", "5000", "--peer", "http://a:1#sync"])
+    env = {
+        "DFOS_RELAY_PORT": "6000",
+        "DFOS_RELAY_STORE": "memory://",
+        "DFOS_RELAY_PEERS": "http://b:2,http://c:3",
+        "DFOS_RELAY_NO_LOG": "yes",
+        "DFOS_RELAY_RATE_LIMIT": "60/m",
+        "DFOS_RELAY_TRUSTED_PROXIES": "10.0.0.0/8, ::1",
+        "DFOS_RELAY_SYNC_INTERVAL": "0",
+    }
+    s = load_settings(args, env)
+    assert (s.port, s.store, s.log, s.content, s.sync_interval_s) == (
+        5000,
+        "memory://",
+        False,
+        True,
+        None,
+    )
+    assert s.peers == (PeerConfig("http://a:1", gossip=False, read_through=False, sync=True),)
+    assert s.rate_limit == RateLimit(rate=1.0, capacity=60.0)
+    assert [str(n) for n in s.trusted_proxies] == ["10.0.0.0/8", "::1/128"]
+    assert parse_settings({}) == ServeSettings()
+
+
+def test_peer_syntax() -> None:
+    assert parse_peer("http://a:4444/") == PeerConfig("http://a:4444")
+    assert parse_peer("http://a#read-through") == PeerConfig(
+        "http://a", gossip=False, read_through=True, sync=False
+    )
+    assert parse_peer("http://a#gossip+sync").read_through is False
+    for bad in ("http://a#", "http://a#push", "not a url"):
+        with pytest.raises(ValueError):
+            parse_peer(bad)
