@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from peer.base import LOCAL_ONLY_HEADER
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
@@ -102,7 +103,10 @@ async def _chain_or_404(
 ) -> ChainRecord:
     relay = relay_of(request)
     chain = await relay.store.get_chain(chain_id)
-    if (chain is None or chain.kind != kind) and await relay.read_through(kind, chain_id):
+    # A peer reading through us asks for local state only (no read-through cycles).
+    local_only = request.headers.get(LOCAL_ONLY_HEADER) is not None
+    missing = chain is None or chain.kind != kind
+    if missing and not local_only and await relay.read_through(kind, chain_id):
         chain = await relay.store.get_chain(chain_id)
     if chain is None or chain.kind != kind:
         raise ApiError(404, f"{kind} chain not found")
@@ -119,7 +123,9 @@ async def get_content(request: Request) -> JSONResponse:
     return JSONResponse(wire.content(chain))
 
 
-async def _chain_log(request: Request, kind: Literal["identity", "content"], chain_id: str) -> LogPage:
+async def _chain_log(
+    request: Request, kind: Literal["identity", "content"], chain_id: str
+) -> LogPage:
     after, limit = page_params(request)
     await _chain_or_404(request, kind, chain_id)
     try:

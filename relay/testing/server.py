@@ -19,9 +19,12 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serve_on_loopback(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` (lifespan included) on 127.0.0.1; yields its base URL."""
-    port = free_port()
+async def serve_on_loopback(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """Run ``app`` (lifespan included) on 127.0.0.1; yields its base URL.
+
+    ``port`` (default: a free one) lets a mesh know its peers' URLs up front.
+    """
+    port = port or free_port()
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None

@@ -1,0 +1,200 @@
+"""Peer configuration, the ``PeerClient`` protocol and its error tree
+(WEB-RELAY.md "Peer Configuration", "PeerClient Interface").
+
+Errors a peer client raises (never a silent ``None`` for a failure)::
+
+    PeerError                      any failure talking to one peer (.peer_url)
+    ├── PeerUnreachable            connection refused / DNS / reset
+    ├── PeerTimeout                connect or read timed out
+    ├── PeerBadStatus              non-2xx answer (.status)
+    ├── PeerMalformedPage          body is not the documented JSON shape
+    │   └── PeerResponseTooLarge   body exceeded the client's size cap
+    └── PeerInvalidOperations      well-formed page whose ops do not verify
+                                   (raised by the peering logic, not the client)
+
+The only ``None`` is a chain log the peer answers 404 for: "the peer does
+not know this chain" is an answer, not a failure.
+
+Page validation here is *shape only*: tokens are not decoded or verified
+(the ingest pipeline does that), and a peer's cursor is passed back to that
+same peer verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+
+class PeerError(Exception):
+    """A failure talking to ``peer_url``."""
+
+    def __init__(self, peer_url: str, message: str) -> None:
+        super().__init__(f"{peer_url}: {message}")
+        self.peer_url = peer_url
+
+
+class PeerUnreachable(PeerError):
+    pass
+
+
+class PeerTimeout(PeerError):
+    pass
+
+
+class PeerBadStatus(PeerError):
+    def __init__(self, peer_url: str, status: int, message: str = "") -> None:
+        super().__init__(peer_url, f"HTTP {status} {message}".rstrip())
+        self.status = status
+
+
+class PeerMalformedPage(PeerError):
+    pass
+
+
+class PeerResponseTooLarge(PeerMalformedPage):
+    pass
+
+
+class PeerInvalidOperations(PeerError):
+    pass
+
+
+# -- configuration --------------------------------------------------------------
+
+
+def normalize_peer_url(url: str) -> str:
+    """``scheme://host[:port][/path]`` without a trailing slash; raises ValueError."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"peer url must be http(s)://host[:port][/path], got {url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"peer url must not carry a query or fragment: {url!r}")
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+@dataclass(frozen=True, slots=True)
+class PeerConfig:
+    """One peer and which of the three behaviors apply to it (all default on).
+
+    gossip only -> write-only edge; read_through only -> read-only cache;
+    all three -> full mirror. Topology emerges from these flags.
+    """
+
+    url: str
+    gossip: bool = True
+    read_through: bool = True
+    sync: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", normalize_peer_url(self.url))
+
+
+_FLAG_KEYS = {"gossip": "gossip", "readThrough": "read_through", "read_through": "read_through",
+              "sync": "sync"}
+
+
+def parse_peer_config(value: object) -> PeerConfig:
+    """A ``PeerConfig`` from a URL string, a ``PeerConfig``, or the spec's
+    ``{url, gossip?, readThrough?, sync?}`` mapping (snake_case accepted)."""
+    if isinstance(value, PeerConfig):
+        return value
+    if isinstance(value, str):
+        return PeerConfig(value)
+    if isinstance(value, Mapping):
+        url = value.get("url")
+        if not isinstance(url, str):
+            raise ValueError("peer config needs a string 'url'")
+        flags: dict[str, bool] = {}
+        for key, item in value.items():
+            if key == "url":
+                continue
+            if key not in _FLAG_KEYS:
+                raise ValueError(f"unknown peer config key {key!r}")
+            if not isinstance(item, bool):
+                raise ValueError(f"peer config {key!r} must be a boolean")
+            flags[_FLAG_KEYS[key]] = item
+        return PeerConfig(url, **flags)
+    raise ValueError(f"cannot read a peer config from {type(value).__name__}")
+
+
+def parse_peer_configs(values: Iterable[object]) -> tuple[PeerConfig, ...]:
+    """Parse every peer; a URL listed twice is a configuration error."""
+    peers = tuple(parse_peer_config(v) for v in values)
+    urls = [p.url for p in peers]
+    if len(set(urls)) != len(urls):
+        raise ValueError("a peer url is listed more than once")
+    return peers
+
+
+# -- the client seam ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeerLogEntry:
+    cid: str
+    jws_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class PeerLogPage:
+    entries: tuple[PeerLogEntry, ...]
+    cursor: str | None
+
+
+def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
+    """Shape-check a ``{entries: [{cid, jwsToken}], cursor}`` page."""
+    if not isinstance(data, dict):
+        raise PeerMalformedPage(peer_url, "log page is not a JSON object")
+    raw_entries, cursor = data.get("entries"), data.get("cursor")
+    if not isinstance(raw_entries, list):
+        raise PeerMalformedPage(peer_url, "log page 'entries' is not an array")
+    if len(raw_entries) > limit:
+        raise PeerMalformedPage(peer_url, f"{len(raw_entries)} entries > limit {limit}")
+    if cursor is not None and (not isinstance(cursor, str) or not cursor):
+        raise PeerMalformedPage(peer_url, "log page 'cursor' is neither a string nor null")
+    entries = []
+    for item in raw_entries:
+        if not isinstance(item, dict):
+            raise PeerMalformedPage(peer_url, "log entry is not an object")
+        cid, token = item.get("cid"), item.get("jwsToken")
+        if not isinstance(cid, str) or not isinstance(token, str) or not cid or not token:
+            raise PeerMalformedPage(peer_url, "log entry lacks string 'cid'/'jwsToken'")
+        entries.append(PeerLogEntry(cid, token))
+    return PeerLogPage(tuple(entries), cursor)
+
+
+class PeerClient(Protocol):
+    """Semantic per-resource calls to a peer; raises ``PeerError`` subclasses."""
+
+    async def get_identity_log(
+        self, peer_url: str, did: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage | None:
+        """One page of the identity's chain log; ``None`` if the peer has no such chain."""
+        ...
+
+    async def get_content_log(
+        self, peer_url: str, content_id: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage | None:
+        """One page of the content chain log; ``None`` if the peer has no such chain."""
+        ...
+
+    async def get_operation_log(
+        self, peer_url: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage:
+        """One page of the peer's global log."""
+        ...
+
+    async def submit_operations(self, peer_url: str, operations: Sequence[str]) -> None:
+        """POST /operations (at most 100 tokens)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+# Sent on read-through fetches: the serving relay must answer from local state
+# only. Without it two relays that read through each other would wait on each
+# other's single-flight for the same chain until both time out.
+LOCAL_ONLY_HEADER = "x-dfos-local-only"

@@ -1,0 +1,194 @@
+"""``HttpPeerClient``: the default ``PeerClient`` over HTTP (WEB-RELAY.md
+"PeerClient Interface", openapi.yaml).
+
+One ``httpx.AsyncClient`` serves every peer. It is injected (tests pass one
+whose transport routes to in-process apps) or owned and closed by
+``aclose()``. Every call has explicit connect/read timeouts, and responses
+are streamed and abandoned once they pass ``max_response_bytes``, so a peer
+that serves a huge page costs at most that much memory.
+
+Failures raise the ``PeerError`` tree of ``peer.base``; this module does not
+log (the caller logs once, with the peer URL, when it decides what to do).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from peer.base import (
+    LOCAL_ONLY_HEADER,
+    PeerBadStatus,
+    PeerError,
+    PeerLogPage,
+    PeerMalformedPage,
+    PeerResponseTooLarge,
+    PeerTimeout,
+    PeerUnreachable,
+    parse_log_page,
+)
+
+DEFAULT_CONNECT_TIMEOUT_S = 2.0
+DEFAULT_READ_TIMEOUT_S = 10.0
+DEFAULT_WRITE_TIMEOUT_S = 10.0
+DEFAULT_POOL_TIMEOUT_S = 5.0
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+DEFAULT_PAGE_LIMIT = 100  # the spec's default page size
+MAX_PAGE_LIMIT = 1000  # the spec's maximum page size
+MAX_SUBMIT_OPERATIONS = 100  # openapi.yaml: operations maxItems
+
+
+@dataclass(frozen=True, slots=True)
+class PeerLimits:
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
+    pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(
+            connect=self.connect_timeout_s,
+            read=self.read_timeout_s,
+            write=self.write_timeout_s,
+            pool=self.pool_timeout_s,
+        )
+
+
+class HttpPeerClient:
+    """``PeerClient`` over one shared ``httpx.AsyncClient``."""
+
+    def __init__(
+        self, client: httpx.AsyncClient | None = None, limits: PeerLimits | None = None
+    ) -> None:
+        self.limits = limits or PeerLimits()
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=self.limits.timeout(),
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    # -- the four calls -----------------------------------------------------------
+    async def get_identity_log(
+        self, peer_url: str, did: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage | None:
+        return await self._chain_log(peer_url, f"/identities/{did}/log", after, limit)
+
+    async def get_content_log(
+        self, peer_url: str, content_id: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage | None:
+        return await self._chain_log(peer_url, f"/content/{content_id}/log", after, limit)
+
+    async def get_operation_log(
+        self, peer_url: str, after: str | None = None, limit: int | None = None
+    ) -> PeerLogPage:
+        limit = _clamp(limit)
+        status, data = await self._request("GET", peer_url, "/log", _params(after, limit))
+        if status != 200:
+            raise PeerBadStatus(peer_url, status, _error_text(data))
+        return parse_log_page(peer_url, data, limit)
+
+    async def submit_operations(self, peer_url: str, operations: Sequence[str]) -> None:
+        if not 1 <= len(operations) <= MAX_SUBMIT_OPERATIONS:
+            raise ValueError(f"submit 1..{MAX_SUBMIT_OPERATIONS} operations, not {len(operations)}")
+        status, data = await self._request(
+            "POST", peer_url, "/operations", json_body={"operations": list(operations)}
+        )
+        if status != 200:
+            raise PeerBadStatus(peer_url, status, _error_text(data))
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list) or len(results) != len(operations):
+            raise PeerMalformedPage(peer_url, "POST /operations answer lacks one result per op")
+
+    # -- plumbing -----------------------------------------------------------------
+    async def _chain_log(
+        self, peer_url: str, path: str, after: str | None, limit: int | None
+    ) -> PeerLogPage | None:
+        limit = _clamp(limit)
+        status, data = await self._request(
+            "GET", peer_url, path, _params(after, limit), headers={LOCAL_ONLY_HEADER: "1"}
+        )
+        if status == 404:
+            return None
+        if status != 200:
+            raise PeerBadStatus(peer_url, status, _error_text(data))
+        return parse_log_page(peer_url, data, limit)
+
+    async def _request(
+        self,
+        method: str,
+        peer_url: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        json_body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """(status, parsed JSON or None); the body is read up to the size cap."""
+        try:
+            async with self._client.stream(
+                method,
+                peer_url + path,
+                params=params,
+                json=json_body,
+                headers=headers,
+                timeout=self.limits.timeout(),
+            ) as response:
+                body = await self._read_capped(peer_url, response)
+                status = response.status_code
+        except PeerError:
+            raise
+        except httpx.TimeoutException as exc:
+            kind = type(exc).__name__
+            raise PeerTimeout(peer_url, f"{method} {path} timed out ({kind})") from exc
+        except (httpx.TransportError, OSError) as exc:
+            raise PeerUnreachable(peer_url, f"{method} {path}: {type(exc).__name__} {exc}") from exc
+        if not body:
+            return status, None
+        try:
+            return status, json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            if 200 <= status < 300:
+                raise PeerMalformedPage(peer_url, f"{method} {path}: body is not JSON") from exc
+            return status, None
+
+    async def _read_capped(self, peer_url: str, response: httpx.Response) -> bytes:
+        cap = self.limits.max_response_bytes
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise PeerResponseTooLarge(peer_url, f"declared {declared} bytes > cap {cap}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > cap:  # leaving the stream context closes the connection
+                raise PeerResponseTooLarge(peer_url, f"response passed the {cap}-byte cap")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _clamp(limit: int | None) -> int:
+    if limit is None:
+        return DEFAULT_PAGE_LIMIT
+    return max(1, min(limit, MAX_PAGE_LIMIT))
+
+
+def _params(after: str | None, limit: int) -> dict[str, str]:
+    params = {"limit": str(limit)}
+    if after is not None:
+        params["after"] = after
+    return params
+
+
+def _error_text(data: Any) -> str:
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return data["error"][:200]
+    return ""

@@ -1,0 +1,50 @@
+"""Peering limits as data: every default is a named constant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+GOSSIP_BATCH = 100  # openapi.yaml: POST /operations takes at most 100 ops
+GOSSIP_QUEUE_MAX = 10_000  # per peer; past this, new ops are dropped (sync repairs)
+GOSSIP_MAX_ATTEMPTS = 8  # per batch, then dropped (sync repairs)
+GOSSIP_FLUSH_TIMEOUT_S = 2.0  # bounded flush on shutdown
+SYNC_PAGE_LIMIT = 1000  # the spec's max page size
+SYNC_BUDGET_OPS = 20_000  # per peer per cycle, so one huge peer cannot starve others
+READ_THROUGH_DEADLINE_S = 5.0  # how long a GET waits for a read-through
+READ_THROUGH_MAX_OPS = 10_000  # per chain log fetched from a peer
+READ_THROUGH_PAGE_LIMIT = 1000
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class PeeringConfig:
+    sync_interval_s: float | None = None  # None: sync only when asked
+    sync_budget_ops: int = SYNC_BUDGET_OPS
+    sync_page_limit: int = SYNC_PAGE_LIMIT
+    gossip_batch: int = GOSSIP_BATCH
+    gossip_queue_max: int = GOSSIP_QUEUE_MAX
+    gossip_max_attempts: int = GOSSIP_MAX_ATTEMPTS
+    gossip_flush_timeout_s: float = GOSSIP_FLUSH_TIMEOUT_S
+    read_through_deadline_s: float = READ_THROUGH_DEADLINE_S
+    read_through_max_ops: int = READ_THROUGH_MAX_OPS
+    read_through_page_limit: int = READ_THROUGH_PAGE_LIMIT
+    backoff_base_s: float = BACKOFF_BASE_S
+    backoff_max_s: float = BACKOFF_MAX_S
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.gossip_batch <= GOSSIP_BATCH:
+            raise ValueError(f"gossip_batch must be 1..{GOSSIP_BATCH}")
+        if self.sync_interval_s is not None and self.sync_interval_s <= 0:
+            raise ValueError("sync_interval_s must be positive")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PeeringConfig:
+        """``DFOS_SYNC_INTERVAL_S`` and ``DFOS_SYNC_BUDGET_OPS`` from ``env``."""
+        interval = env.get("DFOS_SYNC_INTERVAL_S")
+        budget = env.get("DFOS_SYNC_BUDGET_OPS")
+        return cls(
+            sync_interval_s=float(interval) if interval else None,
+            sync_budget_ops=int(budget) if budget else SYNC_BUDGET_OPS,
+        )

@@ -1,0 +1,162 @@
+"""Read-through (WEB-RELAY.md "Peering": "Read-through applies to identity
+chains and content chains only").
+
+On a local miss the relay asks its read-through peers, in configured order,
+for the whole chain log (every page, at most ``read_through_max_ops``),
+ingests it through the normal pipeline with full verification
+(``source`` = that peer) and reports the chain known only if it is now in
+the local store. A peer that serves a forged or broken chain therefore
+changes nothing the caller can see: the answer stays 404.
+
+A content chain's ops need their signers' identities: ops that come back
+waiting for an identity or key make us read through those signers' identity
+logs from the same peer, which wakes the buffered content ops.
+
+Single flight: concurrent misses on one chain share one task (owned here,
+cancelled on shutdown); each caller waits at most ``read_through_deadline_s``
+and a slow peer keeps no GET waiting past that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+from peer.base import (
+    PeerClient,
+    PeerError,
+    PeerInvalidOperations,
+    PeerLogPage,
+    PeerResponseTooLarge,
+)
+from relay.protocol import ProtocolError, decode_jws
+from relay.rules.outcomes import IngestionResult, RejectReason
+
+from .backoff import Backoff
+from .config import PeeringConfig
+from .host import PeeringHost
+
+log = logging.getLogger("dfos_relay.peering")
+
+ChainKind = Literal["identity", "content"]
+_SIGNER_MISSING = frozenset({RejectReason.MISSING_IDENTITY, RejectReason.MISSING_KEY})
+
+
+class ReadThrough:
+    def __init__(
+        self, peer_urls: Sequence[str], client: PeerClient, backoff: Backoff, config: PeeringConfig
+    ) -> None:
+        self._peers = tuple(peer_urls)
+        self._client = client
+        self._backoff = backoff
+        self._config = config
+        self._host: PeeringHost | None = None
+        self._inflight: dict[tuple[ChainKind, str], asyncio.Task[bool]] = {}
+        self.peer_calls = 0  # chain-log pages requested (observability, tests)
+
+    def start(self, host: PeeringHost) -> None:
+        self._host = host
+
+    async def stop(self) -> None:
+        tasks = list(self._inflight.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._inflight.clear()
+        self._host = None
+
+    async def read_through(self, kind: ChainKind, chain_id: str) -> bool:
+        if not self._peers or self._host is None:
+            return False
+        key = (kind, chain_id)
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.create_task(self._resolve(kind, chain_id), name=f"read-through {key}")
+            self._inflight[key] = task
+            task.add_done_callback(lambda t: self._forget(key, t))
+        try:
+            deadline = self._config.read_through_deadline_s
+            return await asyncio.wait_for(asyncio.shield(task), deadline)
+        except TimeoutError:
+            log.warning("read-through of %s %s passed its deadline; answering 404", kind, chain_id)
+            return False
+
+    def _forget(self, key: tuple[ChainKind, str], task: asyncio.Task[bool]) -> None:
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("read-through of %s failed: %r", key, task.exception())
+
+    async def _resolve(self, kind: ChainKind, chain_id: str) -> bool:
+        for url in self._peers:
+            if not self._backoff.ready(url):  # a failing peer is not asked again yet
+                continue
+            try:
+                found = await self._from_peer(url, kind, chain_id)
+            except PeerError as exc:
+                self._backoff.failure(url, f"read-through of {kind} {chain_id}", exc)
+                continue
+            self._backoff.success(url)
+            if found:
+                return True
+        return False
+
+    async def _from_peer(self, url: str, kind: ChainKind, chain_id: str) -> bool:
+        assert self._host is not None
+        tokens = await self._fetch_chain(url, kind, chain_id)
+        if tokens is None:
+            return False
+        results = await self._host.ingest(tokens, source=url)
+        if kind == "content":
+            for did in _waiting_signers(tokens, results):
+                identity = await self._fetch_chain(url, "identity", did)
+                if identity:
+                    await self._host.ingest(identity, source=url)
+        chain = await self._host.store.get_chain(chain_id)
+        if chain is None or chain.kind != kind:
+            raise PeerInvalidOperations(url, f"served {kind} log {chain_id} does not verify here")
+        return True
+
+    async def _fetch_chain(self, url: str, kind: ChainKind, chain_id: str) -> list[str] | None:
+        """Every page of the peer's chain log, or None if the peer has no such chain."""
+        tokens: list[str] = []
+        after: str | None = None
+        while True:
+            self.peer_calls += 1
+            page = await self._page(url, kind, chain_id, after)
+            if page is None:
+                return None if after is None else tokens
+            tokens.extend(e.jws_token for e in page.entries)
+            if len(tokens) > self._config.read_through_max_ops:
+                raise PeerResponseTooLarge(
+                    url, f"{kind} log {chain_id} exceeds {self._config.read_through_max_ops} ops"
+                )
+            if page.cursor is None or page.cursor == after or not page.entries:
+                return tokens
+            after = page.cursor
+
+    async def _page(
+        self, url: str, kind: ChainKind, chain_id: str, after: str | None
+    ) -> PeerLogPage | None:
+        limit = self._config.read_through_page_limit
+        if kind == "identity":
+            return await self._client.get_identity_log(url, chain_id, after, limit)
+        return await self._client.get_content_log(url, chain_id, after, limit)
+
+
+def _waiting_signers(tokens: Sequence[str], results: Sequence[IngestionResult]) -> list[str]:
+    """Signer DIDs of ops that wait for an identity or key, in first-seen order."""
+    dids: dict[str, None] = {}
+    for token, result in zip(tokens, results, strict=True):
+        if result.reason not in _SIGNER_MISSING:
+            continue
+        with contextlib.suppress(ProtocolError):
+            did = decode_jws(token).payload.get("did")
+            if isinstance(did, str):
+                dids[did] = None
+    return list(dids)

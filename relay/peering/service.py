@@ -1,0 +1,130 @@
+"""The peering service: composes gossip-out, read-through and sync-in over
+one ``PeerClient`` and one per-peer ``Backoff`` (WEB-RELAY.md "Peering").
+
+``build_peering()`` does no I/O. ``start(relay)`` starts the gossip workers
+and, when ``sync_interval_s`` is set, the sync loop; every task is owned
+here and cancelled by ``stop()`` (after a bounded gossip flush). A client
+built here (none injected) is closed on stop; an injected one is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from peer.base import PeerClient, PeerConfig, parse_peer_configs
+
+from .backoff import Backoff
+from .config import PeeringConfig
+from .gossip import Gossip
+from .host import PeeringHost
+from .read_through import ReadThrough
+from .sync import SyncIn
+
+if TYPE_CHECKING:
+    from relay.ingest.pipeline import SequencedOp
+
+log = logging.getLogger("dfos_relay.peering")
+
+
+class Peering:
+    """Implements ``relay.peering.api.PeeringService``."""
+
+    def __init__(
+        self,
+        peers: Sequence[PeerConfig],
+        client: PeerClient,
+        config: PeeringConfig,
+        *,
+        owns_client: bool = False,
+    ) -> None:
+        self.peers = tuple(peers)
+        self.config = config
+        self.client = client
+        self._owns_client = owns_client
+        self.backoff = Backoff(config.backoff_base_s, config.backoff_max_s)
+        self.gossip = Gossip([p.url for p in peers if p.gossip], client, self.backoff, config)
+        self.reads = ReadThrough(
+            [p.url for p in peers if p.read_through], client, self.backoff, config
+        )
+        self.sync = SyncIn([p.url for p in peers if p.sync], client, self.backoff, config)
+        self._sync_loop: asyncio.Task[None] | None = None
+        self._host: PeeringHost | None = None
+
+    async def start(self, relay: PeeringHost) -> None:
+        self._host = relay
+        self.reads.start(relay)
+        self.sync.start(relay)
+        self.gossip.start()
+        await self._announce_self(relay)
+        if self.config.sync_interval_s is not None and self.sync._peers:
+            self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
+
+    async def stop(self) -> None:
+        if self._sync_loop is not None:
+            self._sync_loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_loop
+            self._sync_loop = None
+        await self.gossip.stop()
+        await self.reads.stop()
+        self.sync.stop()
+        self._host = None
+        if self._owns_client:
+            await self.client.aclose()
+
+    async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None:
+        """Ingest listener: offer every new op to the gossip peers but ``source``."""
+        self.gossip.offer([op.jws_token for op in ops], source)
+
+    async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
+        return await self.reads.read_through(kind, chain_id)
+
+    async def sync_once(self) -> int:
+        return await self.sync.sync_once()
+
+    async def _sync_forever(self) -> None:
+        interval = self.config.sync_interval_s
+        assert interval is not None
+        while True:
+            try:
+                count = await self.sync.sync_once()
+                if count:
+                    log.info("sync cycle sequenced %d new ops", count)
+            except Exception:  # a store failure must not end the loop silently
+                log.exception("sync cycle failed")
+            await asyncio.sleep(interval)
+
+    async def _announce_self(self, relay: PeeringHost) -> None:
+        """The relay's own identity ops predate the ingest listener: gossip
+        them once so a gossip-only mesh learns every relay's DID too."""
+        did = getattr(relay, "did", None)
+        if not isinstance(did, str) or not self.gossip.lanes:
+            return
+        page = await relay.store.read_chain_log(did, None, 100)
+        tokens = [e.jws_token for e in page.entries]
+        profile = getattr(relay, "profile_token", None)
+        if isinstance(profile, str) and profile not in tokens:
+            tokens.append(profile)
+        self.gossip.offer(tokens, None)
+
+
+def build_peering(
+    peers: Iterable[object],
+    peer_client: object | None = None,
+    config: PeeringConfig | None = None,
+) -> Peering:
+    """Compose peering for ``peers`` (``PeerConfig``s, URLs or spec dicts).
+
+    With no ``peer_client`` an ``HttpPeerClient`` is built (and owned).
+    """
+    parsed = parse_peer_configs(peers)
+    owns = peer_client is None
+    if peer_client is None:
+        from peer.http import HttpPeerClient
+
+        peer_client = HttpPeerClient()
+    return Peering(parsed, peer_client, config or PeeringConfig(), owns_client=owns)  # type: ignore[arg-type]

@@ -1,0 +1,124 @@
+"""Sync-in (WEB-RELAY.md "Peering": "Sync-in uses cursor-based pagination
+against the peer's global log"; "Convergence").
+
+For each sync peer (concurrently, each under its own backoff) one cycle:
+
+1. start from the cursor persisted for that peer (``None`` = the beginning);
+2. fetch a page of the peer's GET /log and, while it is being ingested,
+   prefetch the next page with the cursor the peer just issued;
+3. ingest the page through ``relay.ingest(tokens, source=peer)`` so ops that
+   arrive before their dependencies wait in the pending buffer and sequence
+   when the dependency lands;
+4. persist the cursor only after the page's ingest returned (committed).
+
+Cursors are only ever values the peer issued: the page's ``cursor`` or, on
+the final page where the peer answers ``cursor: null``, the CID of the last
+entry it served (used only if that entry really is the op with that CID).
+
+A page holding ops that are permanently rejected here ends the peer's cycle
+(after its cursor is saved: re-reading it cannot help) and backs the peer
+off. Each cycle stops after ``sync_budget_ops`` entries per peer, so one huge
+peer cannot starve the others; the rest comes in later cycles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+from peer.base import PeerClient, PeerError, PeerInvalidOperations, PeerLogPage
+from relay.rules.outcomes import IngestionResult, Status
+
+from .backoff import Backoff
+from .config import PeeringConfig
+from .host import PeeringHost
+
+log = logging.getLogger("dfos_relay.peering")
+
+
+class SyncIn:
+    def __init__(
+        self, peer_urls: Sequence[str], client: PeerClient, backoff: Backoff, config: PeeringConfig
+    ) -> None:
+        self._peers = tuple(peer_urls)
+        self._client = client
+        self._backoff = backoff
+        self._config = config
+        self._host: PeeringHost | None = None
+        self._lock = asyncio.Lock()  # one cycle at a time: cursors advance in order
+
+    def start(self, host: PeeringHost) -> None:
+        self._host = host
+
+    def stop(self) -> None:
+        self._host = None
+
+    async def sync_once(self) -> int:
+        """One cycle over every sync peer that is not backed off; ops newly sequenced."""
+        if self._host is None or not self._peers:
+            return 0
+        async with self._lock:
+            ready = [url for url in self._peers if self._backoff.ready(url)]
+            counts = await asyncio.gather(*(self._sync_peer(url) for url in ready))
+            return sum(counts)
+
+    async def _sync_peer(self, url: str) -> int:
+        host = self._host
+        assert host is not None
+        budget = self._config.sync_budget_ops
+        cursor = await host.store.get_peer_cursor(url)
+        new = 0
+        fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
+        try:
+            while fetch is not None:
+                page = await fetch
+                fetch = None
+                if not page.entries:
+                    break
+                budget -= len(page.entries)
+                if page.cursor is not None and page.cursor != cursor and budget > 0:
+                    fetch = self._fetch(url, page.cursor, budget)
+                tokens = [e.jws_token for e in page.entries]
+                results = await host.ingest(tokens, source=url)
+                new += sum(1 for r in results if r.status is Status.NEW)
+                issued = _next_cursor(page, results)
+                if issued is not None and issued != cursor:
+                    await host.store.set_peer_cursor(url, issued)
+                    cursor = issued
+                invalid = sum(1 for r in results if r.reason is not None and r.reason.is_permanent)
+                if invalid:  # a peer's log holds only ops it verified: this one lies
+                    raise PeerInvalidOperations(url, f"{invalid} ops in its log do not verify")
+        except PeerError as exc:
+            self._backoff.failure(url, "sync", exc)
+            _record(host, url, None, ok=False)
+            return new
+        finally:
+            if fetch is not None:
+                fetch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, PeerError):
+                    await fetch
+        self._backoff.success(url)
+        _record(host, url, new, ok=True)
+        return new
+
+    def _fetch(self, url: str, after: str | None, budget: int) -> asyncio.Task[PeerLogPage]:
+        limit = min(self._config.sync_page_limit, budget)
+        return asyncio.create_task(self._client.get_operation_log(url, after, limit))
+
+
+def _record(host: PeeringHost, url: str, lag: int | None, ok: bool) -> None:
+    """Per-peer sync metrics, when the host keeps them (``relay.metrics``)."""
+    metrics = getattr(host, "metrics", None)
+    if metrics is not None:
+        metrics.peer_sync(url, lag, ok)
+
+
+def _next_cursor(page: PeerLogPage, results: Sequence[IngestionResult]) -> str | None:
+    if page.cursor is not None:
+        return page.cursor
+    last = page.entries[-1]
+    # The caught-up page carries no cursor; the last entry's CID is the peer's
+    # own log position, but only trust it if the token really is that op.
+    return last.cid if results and results[-1].cid == last.cid else None
