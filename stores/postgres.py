@@ -1,0 +1,177 @@
+"""Postgres store on asyncpg: a relay on a shared database.
+
+Several relay processes (e.g. ``hypercorn --workers 2``) may share one
+database, optionally inside a named schema (``?schema=`` in the URL).
+
+Serialization. A sequencing session acquires a pool connection, BEGINs and
+takes ``pg_advisory_xact_lock(LOCK_CLASS, hashtext(current_schema()))``
+before its first read, so chain-state read-modify-write is serialized across
+every process on the same schema; the lock is released by COMMIT/ROLLBACK.
+Two processes ingesting forks of one chain therefore run one after the other
+and pick the same heads a single process would.
+
+Log positions. Positions are ``MAX(pos) + 1, + 2, ...`` read *under that
+lock* (READ COMMITTED: each statement sees everything committed before it),
+so they are gapless and assigned in commit order. A session can only assign
+positions after the previous session committed and released the lock, hence
+no transaction ever commits a position lower than one already visible: a
+reader paging ``GET /log`` by position never skips an entry.
+
+Every batch is one transaction. The schema is created or migrated on
+``open()`` under a second advisory lock (concurrent starts are safe); a
+newer schema version or an unreachable server is a ``StoreError`` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from stores.base import StoreError
+from stores.sql.conn import Conn
+from stores.sql.dialect import POSTGRES
+from stores.sql.rows import Row
+from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
+from stores.sql.session import SqlSession
+from stores.sql.store import SqlStore
+
+LOCK_CLASS = 0x0DF0  # advisory lock class for chain-state sequencing
+MIGRATE_CLASS = 0x0DF1  # advisory lock class for schema migration
+POOL_MIN, POOL_MAX = 1, 10
+CONNECT_TIMEOUT_S = 10.0
+SEQUENCE_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_schema()))"
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """Remove ``schema=`` from the URL query (asyncpg would pass it on)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema
+
+
+def _where(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    return f"{host}:{parts.port or 5432}/{parts.path.lstrip('/') or '(default db)'}"
+
+
+class _PgConn:
+    """``Conn`` over one asyncpg connection; driver errors become StoreError."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        try:
+            return list(await self.conn.fetch(sql, *params))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise StoreError(f"Postgres error: {exc}") from exc
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        try:
+            await self.conn.execute(sql, *params)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise StoreError(f"Postgres error: {exc}") from exc
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            await self.conn.executemany(sql, rows)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise StoreError(f"Postgres error: {exc}") from exc
+
+
+class PostgresStore(SqlStore):
+    """A ``RelayStore`` in a Postgres database (optionally one schema of it)."""
+
+    def __init__(self, url: str, schema: str | None = None, pool_max: int = POOL_MAX) -> None:
+        super().__init__(POSTGRES)
+        dsn, url_schema = split_schema(url)
+        self.dsn = dsn
+        self.schema = schema or url_schema
+        self._pool_max = pool_max
+        self._pool: Any = None
+
+    # lifecycle -------------------------------------------------------------
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        settings = {"search_path": self.schema} if self.schema else {}
+        try:
+            pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=POOL_MIN,
+                max_size=self._pool_max,
+                timeout=CONNECT_TIMEOUT_S,
+                server_settings=settings,
+            )
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
+        self._pool = pool
+        try:
+            await self._migrate()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _migrate(self) -> None:
+        async with self._pool.acquire() as raw, raw.transaction():
+            conn = _PgConn(raw)
+            await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_CLASS}, 0)")
+            if self.schema:
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            await conn.execute(VERSION_TABLE)
+            current = (await conn.fetch(READ_VERSION))[0][0]
+            where = f"Postgres database {_where(self.dsn)}" + (
+                f" schema {self.schema}" if self.schema else ""
+            )
+            for step in pending_migrations(current, POSTGRES, where):
+                for stmt in step:
+                    await conn.execute(stmt)
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def ping(self) -> None:
+        async with self._reading() as conn:
+            await conn.fetch("SELECT 1")
+
+    # hooks -------------------------------------------------------------------
+    def _live_pool(self) -> Any:
+        if self._pool is None:
+            raise StoreError(f"Postgres store {_where(self.dsn)} is not open")
+        return self._pool
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[Conn]:
+        async with self._live_pool().acquire() as raw:
+            yield _PgConn(raw)
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Conn]:
+        async with self._live_pool().acquire() as raw, raw.transaction():
+            yield _PgConn(raw)
+
+    @asynccontextmanager
+    async def sequencing(self) -> AsyncIterator[SqlSession]:
+        async with self._live_pool().acquire() as raw:
+            conn = _PgConn(raw)
+            # BEGIN and the lock in one round trip (simple query protocol)
+            await conn.execute(f"BEGIN; {SEQUENCE_LOCK}")
+
+            async def end(commit: bool) -> None:
+                if raw.is_in_transaction():
+                    await conn.execute("COMMIT" if commit else "ROLLBACK")
+
+            session = SqlSession(conn, self._q, self._d, end)
+            try:
+                yield session
+            finally:
+                await session.close()

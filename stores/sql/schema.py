@@ -1,0 +1,117 @@
+"""Versioned schema of the durable stores (both dialects).
+
+Chain history is indexed rows, never a JSON array rewritten per append:
+
+- ``ops``            every sequenced op by CID with its log position (``pos``,
+                     1, 2, 3, ... gapless, assigned in commit order), chain
+                     membership (``chain_id``, ``kind``), parent link and the
+                     state snapshot *after* the op (O(1) state-at-CID for forks)
+- ``chains``         identity/content chains: genesis, head, head state
+- ``identity_keys``  every key an identity ever held, unique per (did, kid, key)
+- ``beacons``        latest beacon per DID
+- ``countersigs``    unique per (target CID, witness DID)
+- ``rejections``     permanent rejections by token hash
+- ``raw_ops``        the store-then-verify buffer; ``waits_for`` set = pending,
+                     indexed by the dependency it waits for
+- ``blobs``          by (creator DID, documentCID)
+- ``peer_cursors``, ``relay_identity`` (single row)
+
+``schema_version`` holds the version. ``pending_migrations`` refuses a
+database newer than this code (never drops or rewrites what it does not know).
+"""
+
+from __future__ import annotations
+
+from stores.base import StoreError
+from stores.sql.dialect import Dialect
+
+VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+READ_VERSION = "SELECT MAX(version) FROM schema_version"
+
+_V1 = [
+    """CREATE TABLE ops (
+        pos {BIGINT} PRIMARY KEY,
+        cid TEXT NOT NULL UNIQUE,
+        token TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        chain_id TEXT NOT NULL,
+        author_did TEXT NOT NULL,
+        parent_cid TEXT,
+        created_at_ms {BIGINT} NOT NULL,
+        state TEXT)""",
+    """CREATE INDEX ops_chain_log ON ops (chain_id, pos)
+        WHERE kind IN ('identity-op', 'content-op')""",
+    """CREATE TABLE chains (
+        chain_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        genesis_cid TEXT NOT NULL,
+        head_cid TEXT NOT NULL,
+        head_created_at_ms {BIGINT} NOT NULL,
+        state TEXT NOT NULL)""",
+    """CREATE TABLE identity_keys (
+        id {SERIAL_PK},
+        did TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        multibase TEXT NOT NULL,
+        UNIQUE (did, key_id, multibase))""",
+    """CREATE TABLE beacons (
+        did TEXT PRIMARY KEY,
+        cid TEXT NOT NULL,
+        token TEXT NOT NULL,
+        created_at_ms {BIGINT} NOT NULL)""",
+    """CREATE TABLE countersigs (
+        id {SERIAL_PK},
+        target_cid TEXT NOT NULL,
+        witness_did TEXT NOT NULL,
+        cid TEXT NOT NULL,
+        token TEXT NOT NULL,
+        UNIQUE (target_cid, witness_did))""",
+    """CREATE TABLE rejections (
+        token_hash TEXT PRIMARY KEY,
+        cid TEXT NOT NULL,
+        reason TEXT NOT NULL)""",
+    """CREATE TABLE raw_ops (
+        cid TEXT PRIMARY KEY,
+        token TEXT NOT NULL,
+        waits_for TEXT,
+        taken INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX raw_ops_waits_for ON raw_ops (waits_for) WHERE waits_for IS NOT NULL",
+    """CREATE TABLE blobs (
+        creator_did TEXT NOT NULL,
+        document_cid TEXT NOT NULL,
+        data {BLOB} NOT NULL,
+        PRIMARY KEY (creator_did, document_cid))""",
+    """CREATE TABLE peer_cursors (
+        peer_url TEXT PRIMARY KEY,
+        cursor TEXT NOT NULL)""",
+    """CREATE TABLE relay_identity (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        did TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        seed {BLOB} NOT NULL,
+        genesis_token TEXT NOT NULL,
+        profile_token TEXT NOT NULL)""",
+]
+
+# version -> statements; append new versions, never edit released ones.
+MIGRATIONS: dict[int, list[str]] = {1: _V1}
+LATEST_VERSION = max(MIGRATIONS)
+
+
+def pending_migrations(current: int | None, dialect: Dialect, where: str) -> list[list[str]]:
+    """Statements (rendered) for each version after ``current``, in order.
+
+    ``where`` names the database in the error for a newer schema.
+    """
+    version = current or 0
+    if version > LATEST_VERSION:
+        raise StoreError(
+            f"{where} has schema version {version}, newer than this relay supports "
+            f"({LATEST_VERSION}); upgrade the relay (nothing was changed)"
+        )
+    steps = []
+    for v in range(version + 1, LATEST_VERSION + 1):
+        stmts = [dialect.render(s) for s in MIGRATIONS[v]]
+        stmts.append(f"INSERT INTO schema_version (version) VALUES ({v})")
+        steps.append(stmts)
+    return steps

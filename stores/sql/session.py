@@ -1,0 +1,131 @@
+"""The sequencing session of the SQL backends, and the batch writer.
+
+A ``SqlSession`` runs inside a transaction the backend opened (and locked:
+BEGIN IMMEDIATE on SQLite, an advisory transaction lock on Postgres). Each
+batch read is one query whatever the size of the collection. ``commit``
+writes the whole ``CommitBatch`` with one statement per table (executemany)
+and ends the transaction through the backend's ``end`` callback; if any
+statement fails, the transaction is rolled back at once — nothing of the
+batch lands. A session that ends without ``commit`` is rolled back.
+
+Log positions continue from ``MAX(pos)`` read inside the locked transaction,
+so they are gapless and in commit order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+
+from stores.base import (
+    BeaconRecord,
+    ChainRecord,
+    CommitBatch,
+    IdentityKeyRecord,
+    OperationRecord,
+    PendingOp,
+    Rejection,
+    StoreError,
+)
+from stores.sql import rows as R
+from stores.sql.conn import Conn
+from stores.sql.dialect import Dialect
+from stores.sql.queries import Queries
+
+# Ends the session's transaction: COMMIT (True) or ROLLBACK (False).
+TransactionEnd = Callable[[bool], Awaitable[None]]
+
+
+class SqlSession:
+    """A ``SequencingSession`` over one locked transaction."""
+
+    def __init__(self, conn: Conn, q: Queries, dialect: Dialect, end: TransactionEnd) -> None:
+        self._conn = conn
+        self._q = q
+        self._d = dialect
+        self._end = end
+        self.done = False
+
+    async def close(self) -> None:
+        """Roll back unless committed (the backend calls this on exit)."""
+        if not self.done:
+            self.done = True
+            await self._end(False)
+
+    async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
+        if not values:
+            return []
+        return await self._conn.fetch(sql, (self._d.lst(values),))
+
+    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {r[0]: R.op_record(r) for r in await self._fetch_in(self._q.get_ops, cids)}
+
+    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]:
+        found = await self._fetch_in(self._q.get_chains, chain_ids)
+        return {r[0]: R.chain_record(r) for r in found}
+
+    async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
+        out: dict[str, list[IdentityKeyRecord]] = {}
+        for r in await self._fetch_in(self._q.get_keys, dids):
+            out.setdefault(r[0], []).append(R.key_record(r))
+        return out
+
+    async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
+        return {r[0]: R.beacon_record(r) for r in await self._fetch_in(self._q.get_beacons, dids)}
+
+    async def get_countersign_pairs(
+        self, pairs: Collection[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        wanted = set(pairs)
+        found = await self._fetch_in(self._q.get_pairs, {t for t, _ in wanted})
+        return {(r[0], r[1]) for r in found} & wanted
+
+    async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]:
+        found = await self._fetch_in(self._q.get_rejections, token_hashes)
+        return {r[0]: R.rejection_record(r) for r in found}
+
+    async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
+        return [R.pending_op(r) for r in await self._fetch_in(self._q.take_waiting, keys)]
+
+    async def count_pending(self) -> int:
+        return int((await self._conn.fetch(self._q.count_pending))[0][0])
+
+    async def commit(self, batch: CommitBatch) -> None:
+        if self.done:
+            raise StoreError("sequencing session already committed")
+        self.done = True
+        try:
+            await write_batch(self._conn, self._q, self._d, batch)
+            await self._end(True)
+        except BaseException:
+            await self._end(False)
+            raise
+
+
+async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> None:
+    """Write every row of ``batch`` (the caller owns the transaction)."""
+    if batch.operations and d.arrays:
+        columns = list(zip(*(R.op_row(0, op)[1:] for op in batch.operations), strict=True))
+        await conn.execute(q.insert_ops_arrays, [list(c) for c in columns])
+    elif batch.operations:
+        base = int((await conn.fetch(q.max_pos))[0][0])
+        ops = [R.op_row(base + i, op) for i, op in enumerate(batch.operations, start=1)]
+        await conn.executemany(q.insert_op, ops)
+    if batch.chains:
+        await conn.executemany(q.upsert_chain, [R.chain_row(c) for c in batch.chains.values()])
+    if batch.identity_keys:
+        keys = [(k.did, k.key_id, k.public_key_multibase) for k in batch.identity_keys]
+        await conn.executemany(q.insert_key, keys)
+    if batch.beacons:
+        beacons = [(b.did, b.cid, b.jws_token, b.created_at_ms) for b in batch.beacons.values()]
+        await conn.executemany(q.upsert_beacon, beacons)
+    if batch.countersignatures:
+        sigs = [(c.target_cid, c.witness_did, c.cid, c.jws_token) for c in batch.countersignatures]
+        await conn.executemany(q.insert_countersig, sigs)
+    if batch.rejections:
+        rejs = [(r.token_hash, r.cid, r.reason) for r in batch.rejections]
+        await conn.executemany(q.upsert_rejection, rejs)
+    if batch.resolved_cids:
+        await conn.execute(q.delete_raw, (d.lst(batch.resolved_cids),))
+    if batch.waiting:
+        waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+        await conn.executemany(q.upsert_waiting, waiting)

@@ -1,0 +1,143 @@
+"""The backend-independent half of the durable stores.
+
+``SqlStore`` implements the proof reader, raw buffer, blobs, peer cursors and
+relay identity once, over two hooks a backend provides:
+
+- ``_reading()``  a connection for reads (a reader connection / pool conn)
+- ``_writing()``  a connection inside a short write transaction, serialized
+                  with sequencing sessions where the backend needs it
+
+Sequencing sessions and the lifecycle are the backend's (see
+``stores/sqlite.py`` and ``stores/postgres.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+
+from stores.base import (
+    BeaconRecord,
+    ChainRecord,
+    LogPage,
+    OperationRecord,
+    PendingOp,
+    RelayIdentityRecord,
+    UnknownCursorError,
+)
+from stores.paging import page_after
+from stores.sql import rows as R
+from stores.sql.conn import Conn
+from stores.sql.dialect import Dialect
+from stores.sql.queries import Queries, render_queries
+
+
+class SqlStore:
+    def __init__(self, dialect: Dialect) -> None:
+        self._d = dialect
+        self._q: Queries = render_queries(dialect)
+
+    def _reading(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    def _writing(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    async def _one(self, sql: str, params: Sequence[object]) -> R.Row | None:
+        async with self._reading() as conn:
+            rows = await conn.fetch(sql, params)
+        return rows[0] if rows else None
+
+    # proof reader ----------------------------------------------------------
+    async def get_operation(self, cid: str) -> OperationRecord | None:
+        row = await self._one(self._q.get_op, (cid,))
+        return None if row is None else R.op_record(row)
+
+    async def get_chain(self, chain_id: str) -> ChainRecord | None:
+        row = await self._one(self._q.get_chain, (chain_id,))
+        return None if row is None else R.chain_record(row)
+
+    async def get_beacon(self, did: str) -> BeaconRecord | None:
+        row = await self._one(self._q.get_beacon, (did,))
+        return None if row is None else R.beacon_record(row)
+
+    async def get_countersignatures(self, target_cid: str) -> list[str]:
+        async with self._reading() as conn:
+            return [r[0] for r in await conn.fetch(self._q.get_countersigs, (target_cid,))]
+
+    async def read_log(self, after: str | None, limit: int) -> LogPage:
+        async with self._reading() as conn:
+            start = 0
+            if after is not None:
+                found = await conn.fetch(self._q.log_cursor, (after,))
+                if not found:
+                    raise UnknownCursorError(after)
+                start = int(found[0][0])
+            rows = await conn.fetch(self._q.log_page, (start, limit + 1))
+        entries = [R.log_entry(r) for r in rows[:limit]]
+        return page_after(entries, limit, has_more=len(rows) > limit)
+
+    async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
+        async with self._reading() as conn:
+            start = 0
+            if after is not None:
+                found = await conn.fetch(self._q.log_cursor, (after,))
+                if not found or found[0][1] != chain_id:
+                    raise UnknownCursorError(after)
+                start = int(found[0][0])
+            rows = await conn.fetch(self._q.chain_log_page, (chain_id, start, limit + 1))
+        entries = [R.log_entry(r) for r in rows[:limit]]
+        return page_after(entries, limit, has_more=len(rows) > limit)
+
+    async def log_length(self) -> int:
+        row = await self._one(self._q.max_pos, ())
+        return 0 if row is None else int(row[0])
+
+    # raw buffer ------------------------------------------------------------
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
+        if not ops:
+            return
+        async with self._writing() as conn:
+            if self._d.arrays:
+                cids, tokens = zip(*ops, strict=True)
+                await conn.execute(self._q.put_raw_arrays, (list(cids), list(tokens)))
+            else:
+                await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
+
+    async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.unsequenced, (after_cid or "", limit))
+        return [R.pending_op(r) for r in rows]
+
+    async def count_unsequenced(self) -> int:
+        row = await self._one(self._q.count_unsequenced, ())
+        return 0 if row is None else int(row[0])
+
+    # blobs -----------------------------------------------------------------
+    async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:
+        row = await self._one(self._q.get_blob, (creator_did, document_cid))
+        return None if row is None else bytes(row[0])
+
+    async def put_blob(self, creator_did: str, document_cid: str, data: bytes) -> None:
+        async with self._writing() as conn:
+            await conn.execute(self._q.put_blob, (creator_did, document_cid, bytes(data)))
+
+    # peer cursors ----------------------------------------------------------
+    async def get_peer_cursor(self, peer_url: str) -> str | None:
+        row = await self._one(self._q.get_cursor, (peer_url,))
+        return None if row is None else str(row[0])
+
+    async def set_peer_cursor(self, peer_url: str, cursor: str) -> None:
+        async with self._writing() as conn:
+            await conn.execute(self._q.set_cursor, (peer_url, cursor))
+
+    # relay identity --------------------------------------------------------
+    async def get_relay_identity(self) -> RelayIdentityRecord | None:
+        row = await self._one(self._q.get_identity, ())
+        return None if row is None else R.identity_record(row)
+
+    async def put_relay_identity(self, identity: RelayIdentityRecord) -> None:
+        i = identity
+        params = (i.did, i.key_id, bytes(i.seed), i.genesis_token, i.profile_token)
+        async with self._writing() as conn:
+            await conn.execute(self._q.put_identity, params)

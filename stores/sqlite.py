@@ -1,0 +1,251 @@
+"""SQLite store on aiosqlite: the default store of a standalone relay.
+
+One database file in WAL mode with ``synchronous=NORMAL`` (a commit survives a
+process crash; an OS crash may lose the last commits but never corrupts).
+
+- one *writer* connection, guarded by an asyncio lock: sequencing sessions
+  run ``BEGIN IMMEDIATE`` ... ``COMMIT`` on it (the IMMEDIATE write lock also
+  serializes against other processes on the same file), and so do the small
+  writes (raw buffer, blobs, cursors, identity), each in its own transaction;
+- a few *reader* connections for the proof reader, which in WAL mode see the
+  last committed state and never block the writer.
+
+Every ingestion batch is one transaction: a failing statement rolls the
+whole batch back. Schema creation/migration runs on ``open()``; every startup
+problem (missing or read-only directory, read-only or corrupt file, newer
+schema) is a ``StoreError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from stores.base import StoreError
+from stores.sql.conn import Conn
+from stores.sql.dialect import SQLITE
+from stores.sql.rows import Row
+from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
+from stores.sql.session import SqlSession
+from stores.sql.store import SqlStore
+
+READERS = 2
+BUSY_TIMEOUT_MS = 30_000
+CACHE_KIB = 64 * 1024
+PRAGMAS = (
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA synchronous = NORMAL",
+    f"PRAGMA cache_size = -{CACHE_KIB}",
+    "PRAGMA temp_store = MEMORY",
+)
+
+
+def _describe(path: Path, exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return StoreError(f"SQLite file {path} is not a database or is corrupt: {text}")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"SQLite file {path} is read-only: {text}")
+    if "unable to open" in text:
+        return StoreError(f"cannot open SQLite file {path}: {text}")
+    return StoreError(f"SQLite error on {path}: {text}")
+
+
+class _SqliteConn:
+    """``Conn`` over one aiosqlite connection; driver errors become StoreError.
+
+    Inside a write transaction (``begin``) writes are *deferred* and run with
+    the COMMIT in a single hop to the connection's thread (``end``): a batch
+    costs one thread round trip however many tables it touches. Reads run at
+    once (the session's reads all precede its writes).
+    """
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self.db = db
+        self._path = path
+        self._deferred: list[tuple[str, Sequence[Any], bool]] | None = None
+
+    async def _hop(self, fn: Any, *args: Any) -> Any:
+        try:
+            return await self.db._execute(fn, *args)
+        except sqlite3.Error as exc:
+            raise _describe(self._path, exc) from exc
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return list(await self._hop(_fetchall, self.db._conn, sql, params))
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        if self._deferred is not None:
+            self._deferred.append((sql, params, False))
+        else:
+            await self._hop(_fetchall, self.db._conn, sql, params)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self._deferred is not None:
+            self._deferred.append((sql, rows, True))
+        else:
+            await self._hop(self.db._conn.executemany, sql, rows)
+
+    async def begin(self) -> None:
+        await self.execute("BEGIN IMMEDIATE")
+        self._deferred = []
+
+    async def end(self, commit: bool) -> None:
+        """COMMIT the deferred writes in one hop, or ROLLBACK everything.
+        A failing COMMIT rolls back before raising."""
+        steps, self._deferred = self._deferred or [], None
+        if not commit:
+            await self._hop(_rollback, self.db._conn)
+            return
+        steps.append(("COMMIT", (), False))
+        try:
+            await self._hop(_run_steps, self.db._conn, steps)
+        except StoreError:
+            await self._hop(_rollback, self.db._conn)
+            raise
+
+
+def _fetchall(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    return db.execute(sql, params).fetchall()
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
+def _run_steps(db: sqlite3.Connection, steps: list[tuple[str, Sequence[Any], bool]]) -> None:
+    for sql, params, many in steps:
+        if many:
+            db.executemany(sql, params)
+        else:
+            db.execute(sql, params)
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse read-only files/directories up front (also as root, by mode bits)."""
+    parent = path.parent
+    if not parent.is_dir():
+        raise StoreError(f"SQLite directory {parent} does not exist")
+    if path.exists():
+        if not path.is_file():
+            raise StoreError(f"SQLite path {path} is not a regular file")
+        if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
+            raise StoreError(f"SQLite file {path} is read-only")
+    if not os.access(parent, os.W_OK) or not parent.stat().st_mode & 0o222:
+        raise StoreError(
+            f"SQLite directory {parent} is read-only (the relay needs it for {path.name} "
+            "and its WAL files)"
+        )
+
+
+class SqliteStore(SqlStore):
+    """A ``RelayStore`` in one SQLite file."""
+
+    def __init__(self, path: str | os.PathLike[str], readers: int = READERS) -> None:
+        super().__init__(SQLITE)
+        self.path = Path(path)
+        self._n_readers = readers
+        self._writer: _SqliteConn | None = None
+        self._readers: list[_SqliteConn] = []
+        self._rr = itertools.count()
+        self._lock = asyncio.Lock()
+
+    # lifecycle -------------------------------------------------------------
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        _check_writable(self.path)
+        try:
+            self._writer = await self._connect()
+            mode = await self._writer.fetch("PRAGMA journal_mode = WAL")
+            if not mode or str(mode[0][0]).lower() != "wal":
+                raise StoreError(f"SQLite file {self.path}: cannot enable WAL mode ({mode})")
+            await self._migrate(self._writer)
+            for _ in range(self._n_readers):
+                reader = await self._connect()
+                await reader.execute("PRAGMA query_only = ON")
+                self._readers.append(reader)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _connect(self) -> _SqliteConn:
+        try:
+            db = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _describe(self.path, exc) from exc
+        conn = _SqliteConn(db, self.path)
+        try:
+            for pragma in PRAGMAS:
+                await conn.execute(pragma)
+        except BaseException:
+            await db.close()
+            raise
+        return conn
+
+    async def _migrate(self, conn: _SqliteConn) -> None:
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            await conn.execute(VERSION_TABLE)
+            current = (await conn.fetch(READ_VERSION))[0][0]
+            for step in pending_migrations(current, SQLITE, f"SQLite file {self.path}"):
+                for stmt in step:
+                    await conn.execute(stmt)
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn._hop(_rollback, conn.db._conn)
+            raise
+
+    async def close(self) -> None:
+        conns = [c for c in (self._writer, *self._readers) if c is not None]
+        self._writer, self._readers = None, []
+        for conn in conns:
+            await conn.db.close()
+
+    async def ping(self) -> None:
+        async with self._reading() as conn:
+            await conn.fetch("SELECT 1")
+
+    # hooks -------------------------------------------------------------------
+    def _live_writer(self) -> _SqliteConn:
+        if self._writer is None:
+            raise StoreError(f"SQLite store {self.path} is not open")
+        return self._writer
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[Conn]:
+        if not self._readers:
+            raise StoreError(f"SQLite store {self.path} is not open")
+        yield self._readers[next(self._rr) % len(self._readers)]
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Conn]:
+        writer = self._live_writer()
+        async with self._lock:
+            await writer.begin()
+            try:
+                yield writer
+            except BaseException:
+                await writer.end(False)
+                raise
+            await writer.end(True)
+
+    @asynccontextmanager
+    async def sequencing(self) -> AsyncIterator[SqlSession]:
+        writer = self._live_writer()
+        async with self._lock:
+            await writer.begin()
+            session = SqlSession(writer, self._q, self._d, writer.end)
+            try:
+                yield session
+            finally:
+                await session.close()

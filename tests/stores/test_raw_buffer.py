@@ -1,0 +1,79 @@
+"""Store contract: the store-then-verify raw buffer and the pending index
+(WEB-RELAY.md "Convergence")."""
+
+from __future__ import annotations
+
+from stores.base import CommitBatch, PendingOp, RelayStore
+from tests.stores.conftest import append, commit, op
+
+
+async def test_put_raw_ops_is_idempotent(opened: RelayStore) -> None:
+    await opened.put_raw_ops([("c2", "tok.c2"), ("c1", "tok.c1")])
+    await opened.put_raw_ops([("c1", "tok.c1"), ("c1", "tok.c1")])
+    assert await opened.count_unsequenced() == 2
+    assert await opened.get_unsequenced(10) == [
+        PendingOp("c1", "tok.c1", ""),
+        PendingOp("c2", "tok.c2", ""),
+    ]
+    await opened.put_raw_ops([])
+
+
+async def test_sequenced_ops_are_not_rebuffered(opened: RelayStore) -> None:
+    await opened.put_raw_ops([("c1", "tok.c1")])
+    await append(opened, op("c1"))  # resolves c1
+    assert await opened.count_unsequenced() == 0
+    await opened.put_raw_ops([("c1", "tok.c1")])
+    assert await opened.count_unsequenced() == 0
+
+
+async def test_get_unsequenced_pages_by_cid(opened: RelayStore) -> None:
+    await opened.put_raw_ops([(f"c{i}", f"tok.c{i}") for i in range(5)])
+    first = await opened.get_unsequenced(2)
+    assert [p.cid for p in first] == ["c0", "c1"]
+    rest = await opened.get_unsequenced(10, after_cid="c1")
+    assert [p.cid for p in rest] == ["c2", "c3", "c4"]
+
+
+async def test_waiting_ops_are_indexed_by_dependency(opened: RelayStore) -> None:
+    await opened.put_raw_ops([("w1", "tok.w1"), ("w2", "tok.w2"), ("w3", "tok.w3")])
+    waiting = {
+        "w1": PendingOp("w1", "tok.w1", "op:p1"),
+        "w2": PendingOp("w2", "tok.w2", "op:p1"),
+        "w3": PendingOp("w3", "tok.w3", "did:dfos:x"),
+    }
+    await commit(opened, CommitBatch(waiting=waiting))
+    assert await opened.count_unsequenced() == 3
+    assert {p.cid: p for p in await opened.get_unsequenced(10)} == waiting
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 3
+        taken = await s.take_waiting(["op:p1", "op:unrelated"])
+        assert sorted(taken, key=lambda p: p.cid) == [waiting["w1"], waiting["w2"]]
+        assert await s.take_waiting(["op:p1"]) == []  # taken once
+        # w1 is sequenced, w2 still waits (now for something else)
+        await s.commit(
+            CommitBatch(
+                operations=[op("w1")],
+                resolved_cids={"w1"},
+                waiting={"w2": PendingOp("w2", "tok.w2", "op:p2")},
+            )
+        )
+    assert await opened.count_unsequenced() == 2
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 2
+        assert await s.take_waiting(["op:p2"]) == [PendingOp("w2", "tok.w2", "op:p2")]
+        assert await s.take_waiting(["did:dfos:x"]) == [waiting["w3"]]
+
+
+async def test_waiting_without_prior_raw_buffering(opened: RelayStore) -> None:
+    await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.w", "op:p")}))
+    assert await opened.get_unsequenced(5) == [PendingOp("w", "tok.w", "op:p")]
+
+
+async def test_resolved_ops_leave_the_buffer(opened: RelayStore) -> None:
+    await opened.put_raw_ops([("r1", "tok.r1"), ("r2", "tok.r2")])
+    await commit(opened, CommitBatch(waiting={"r2": PendingOp("r2", "tok.r2", "op:x")}))
+    await commit(opened, CommitBatch(resolved_cids={"r1", "r2"}))
+    assert await opened.count_unsequenced() == 0
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 0
+        assert await s.take_waiting(["op:x"]) == []
