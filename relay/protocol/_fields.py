@@ -1,0 +1,89 @@
+"""Field readers shared by the payload parsers.
+
+Role: one place for "present, right JSON type, within the length limit"
+checks and their error messages, so every payload kind reports the same way.
+Every reader raises ``MalformedError`` naming the offending field.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from .errors import MalformedError
+from .timestamps import parse_timestamp
+
+MAX_DID_CHARS = 256
+MAX_CID_CHARS = 256
+MAX_NOTE_CHARS = 256
+
+_T = TypeVar("_T", bound=str)
+
+
+def _name(where: str | None, field: str) -> str:
+    return f"{where}.{field}" if where else field
+
+
+def check_version(payload: dict[str, object]) -> None:
+    """``version`` must be the JSON number 1 (``1.0`` is the same JSON number)."""
+    version = payload.get("version")
+    if type(version) not in (int, float) or version != 1:
+        raise MalformedError("version must be 1")
+
+
+def check_type(payload: dict[str, object], allowed: tuple[_T, ...]) -> _T:
+    """``type`` must be one of ``allowed``; returns it typed as the literal."""
+    value = payload.get("type")
+    for literal in allowed:
+        if value == literal and isinstance(value, str):
+            return literal
+    expected = " or ".join(f'"{a}"' for a in allowed)
+    raise MalformedError(f"type must be {expected}")
+
+
+def required_str(
+    obj: dict[str, object],
+    field: str,
+    max_len: int,
+    *,
+    where: str | None = None,
+    allow_empty: bool = False,
+) -> str:
+    """A present, string-valued field of at most ``max_len`` characters."""
+    value = obj.get(field)
+    if not isinstance(value, str):
+        raise MalformedError(f"{_name(where, field)} must be a string")
+    if len(value) > max_len:
+        raise MalformedError(f"{_name(where, field)} exceeds {max_len} characters")
+    if not value and not allow_empty:
+        raise MalformedError(f"{_name(where, field)} must not be empty")
+    return value
+
+
+def nullable_str(obj: dict[str, object], field: str, max_len: int) -> str | None:
+    """A field that must be present and is either null or a bounded string."""
+    if field not in obj:
+        raise MalformedError(f"{field} is required (use null for none)")
+    value = obj[field]
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedError(f"{field} must be a string or null")
+    if len(value) > max_len:
+        raise MalformedError(f"{field} exceeds {max_len} characters")
+    return value
+
+
+def optional_str(obj: dict[str, object], field: str) -> str | None:
+    """A field that may be absent or null; otherwise it must be a string."""
+    value = obj.get(field)
+    if value is None or isinstance(value, str):
+        return value
+    raise MalformedError(f"{field} must be a string")
+
+
+def created_at(payload: dict[str, object]) -> tuple[str, int]:
+    """The ``createdAt`` string and its epoch milliseconds."""
+    value = payload.get("createdAt")
+    if not isinstance(value, str):
+        raise MalformedError("createdAt must be a string")
+    return value, parse_timestamp(value)

@@ -1,0 +1,127 @@
+"""JWS compact serialization with EdDSA (PROTOCOL.md "JWS Envelope Format").
+
+Role: decode a token into header, payload, signing input and signature;
+sign header+payload the way the reference does (``JSON.stringify``: compact
+separators, raw UTF-8, insertion order); verify the Ed25519 signature.
+
+Invariants of ``decode_jws``: exactly three canonical base64url segments,
+header and payload are JSON objects (strict UTF-8, no NaN/Infinity literals),
+``alg`` is ``EdDSA``, the signature is 64 bytes, the token is at most 64 KiB.
+It does NOT check the signature, ``typ``, ``kid`` or ``cid``; verifiers do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from .encoding import b64url_decode, b64url_encode
+from .errors import MalformedError, SignatureError
+from .keys import verify_signature
+
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "DecodedJws",
+    "Signer",
+    "decode_jws",
+    "json_compact",
+    "sign_jws",
+    "verify_jws",
+]
+
+MAX_TOKEN_CHARS = 64 * 1024
+
+
+class Signer(Protocol):
+    """Anything that signs bytes with Ed25519 (``Ed25519Keypair`` does)."""
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
+def _reject_constant(name: str) -> object:
+    raise MalformedError(f"JSON literal {name} is not allowed")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedJws:
+    """A structurally valid, not yet verified, JWS compact token."""
+
+    token: str
+    header: dict[str, object]
+    payload: dict[str, object]
+    signing_input: bytes
+    signature: bytes
+
+    @property
+    def typ(self) -> str | None:
+        value = self.header.get("typ")
+        return value if isinstance(value, str) else None
+
+    @property
+    def kid(self) -> str | None:
+        value = self.header.get("kid")
+        return value if isinstance(value, str) else None
+
+    @property
+    def header_cid(self) -> str | None:
+        value = self.header.get("cid")
+        return value if isinstance(value, str) else None
+
+
+def _json_object(segment: str, what: str) -> dict[str, object]:
+    raw = b64url_decode(segment)
+    try:
+        value = _DECODER.decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError, bad UTF-8 and over-long integers.
+        raise MalformedError(f"JWS {what} is not valid JSON") from exc
+    if not isinstance(value, dict):
+        raise MalformedError(f"JWS {what} must be a JSON object")
+    return value
+
+
+def decode_jws(token: str) -> DecodedJws:
+    """Split and decode a compact JWS; raise ``MalformedError`` if it is not well formed."""
+    if not isinstance(token, str):
+        raise MalformedError("JWS token must be a string")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise MalformedError("JWS token exceeds 64 KiB")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise MalformedError("JWS token must have three segments")
+    header = _json_object(parts[0], "header")
+    if header.get("alg") != "EdDSA":
+        raise MalformedError("JWS alg must be EdDSA")
+    payload = _json_object(parts[1], "payload")
+    signature = b64url_decode(parts[2])
+    if len(signature) != 64:
+        raise MalformedError("JWS signature must be 64 bytes")
+    signing_input = token[: len(parts[0]) + 1 + len(parts[1])].encode("ascii")
+    return DecodedJws(token, header, payload, signing_input, signature)
+
+
+def json_compact(value: Mapping[str, object]) -> bytes:
+    """Serialize like JavaScript ``JSON.stringify``: no spaces, raw UTF-8, key order kept."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise MalformedError(f"cannot serialize JSON: {exc}") from exc
+
+
+def sign_jws(header: Mapping[str, object], payload: Mapping[str, object], keypair: Signer) -> str:
+    """Sign ``header`` and ``payload`` into a compact JWS token (header used as given)."""
+    signing_input = b64url_encode(json_compact(header)) + "." + b64url_encode(json_compact(payload))
+    signature = keypair.sign(signing_input.encode("ascii"))
+    return signing_input + "." + b64url_encode(signature)
+
+
+def verify_jws(decoded: DecodedJws, public_key: bytes) -> None:
+    """Raise ``SignatureError`` unless the token's signature verifies under ``public_key``."""
+    if not verify_signature(public_key, decoded.signing_input, decoded.signature):
+        raise SignatureError("invalid signature")
