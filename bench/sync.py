@@ -116,9 +116,17 @@ async def run(n: int, kind: str, seed: int) -> None:
                 peer_url = f"http://127.0.0.1:{port}"
                 root = Path(__file__).resolve().parents[1]
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "tests.support.relay_runner", "--port", str(port),
-                     "--store", f"sqlite:///{workdir / 'source.db'}"],
-                    cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.support.relay_runner",
+                        "--port",
+                        str(port),
+                        "--store",
+                        f"sqlite:///{workdir / 'source.db'}",
+                    ],
+                    cwd=root,
+                    env={**os.environ, "PYTHONPATH": str(root)},
                 )
                 stack.callback(proc.wait, 10)
                 stack.callback(proc.terminate)

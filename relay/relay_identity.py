@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from relay.config import PROFILE_SCHEMA
 from relay.protocol import (
     TYP_ARTIFACT,
     TYP_IDENTITY,
@@ -19,7 +20,6 @@ from relay.protocol import (
     format_timestamp,
     sign_operation,
 )
-from relay.config import PROFILE_SCHEMA
 from stores.base import RelayIdentityRecord
 
 

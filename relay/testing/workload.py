@@ -146,7 +146,9 @@ class WorkloadBuilder:
             "createdByDID": author.did,
         }
 
-    def content_create(self, creator: Actor, document: dict[str, Any] | None = None) -> ContentHandle:
+    def content_create(
+        self, creator: Actor, document: dict[str, Any] | None = None
+    ) -> ContentHandle:
         ms = self.tick()
         doc = document or self.document(creator)
         payload = {
