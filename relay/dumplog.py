@@ -1,0 +1,109 @@
+"""Dump a relay's global log to JSON Lines (WEB-RELAY.md "Operation Log").
+
+Role: the input format of the convergence job (``spark/``): one log entry per
+line, ``{"cid", "jwsToken", "kind", "chainId"}``, in the relay's log order.
+``dump_log`` pages ``GET /log?after=&limit=1000`` through an injected
+``httpx.AsyncClient`` and appends each page as it arrives, so an interrupted
+dump resumes from the last CID written. A ``.gz`` path is written gzip
+compressed (appends add gzip members, which readers concatenate).
+
+Not checked here: the entries are copied as served; nothing is decoded or
+verified (that is the convergence job's ``--verify``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+__all__ = ["LOG_PAGE_LIMIT", "DumpError", "dump_log", "last_dumped_cid", "log_entry_to_jsonl"]
+
+LOG_PAGE_LIMIT = 1000
+ENTRY_FIELDS = ("cid", "jwsToken", "kind", "chainId")
+
+
+class DumpError(Exception):
+    """The relay answered with a bad status or a payload that is not a log page."""
+
+
+def log_entry_to_jsonl(entry: Mapping[str, Any]) -> str:
+    """One log entry as a JSON Lines line (no trailing newline).
+
+    Raises ``DumpError`` when a field is missing or not a string.
+    """
+    values = {name: entry.get(name) for name in ENTRY_FIELDS}
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise DumpError(f"log entry field {name} must be a string, got {value!r}")
+    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
+
+
+def _open(path: Path, mode: str) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")  # type: ignore[return-value]
+    return path.open(mode, encoding="utf-8")
+
+
+def last_dumped_cid(path: Path) -> str | None:
+    """The CID of the last complete line of an existing dump, or None."""
+    if not path.exists():
+        return None
+    last: str | None = None
+    with _open(path, "r") as fh:
+        for line in fh:
+            if line.endswith("\n") and line.strip():
+                last = line
+    if last is None:
+        return None
+    cid = json.loads(last).get("cid")
+    return cid if isinstance(cid, str) else None
+
+
+async def _page(
+    client: httpx.AsyncClient, base_url: str, after: str | None
+) -> tuple[list[Mapping[str, Any]], str | None]:
+    params: dict[str, str | int] = {"limit": LOG_PAGE_LIMIT}
+    if after is not None:
+        params["after"] = after
+    url = base_url.rstrip("/") + "/log"
+    response = await client.get(url, params=params)
+    if response.status_code != 200:
+        raise DumpError(f"GET {url} answered {response.status_code}: {response.text[:200]}")
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise DumpError(f"GET {url} did not answer JSON") from exc
+    entries, cursor = body.get("entries"), body.get("cursor")
+    if not isinstance(entries, list) or not (cursor is None or isinstance(cursor, str)):
+        raise DumpError(f"GET {url} did not answer a log page")
+    return entries, cursor
+
+
+async def dump_log(
+    client: httpx.AsyncClient, base_url: str, out_path: str | Path, resume: bool = True
+) -> int:
+    """Write the relay's global log at ``base_url`` to ``out_path``; return
+    the number of entries written by this call.
+
+    With ``resume`` an existing file is continued after its last CID;
+    otherwise it is overwritten. Raises ``DumpError`` (or ``httpx.HTTPError``
+    when the relay is unreachable).
+    """
+    path = Path(out_path)
+    after = last_dumped_cid(path) if resume else None
+    written = 0
+    with _open(path, "a" if resume else "w") as fh:
+        while True:
+            entries, cursor = await _page(client, base_url, after)
+            lines = [log_entry_to_jsonl(entry) + "\n" for entry in entries]
+            fh.writelines(lines)
+            fh.flush()
+            written += len(lines)
+            if cursor is None or not entries:
+                return written
+            after = cursor

@@ -1,0 +1,93 @@
+"""Difference tables between relays (WEB-RELAY.md "Convergence").
+
+Role: from the decoded entries of all relays, derive in Spark columns
+- ``relay_stats``: per relay, entries, ops by kind and chains by kind;
+- ``partial_ops``: ops held by only some relays (``heldBy``, ``lackedBy``),
+  countersignatures annotated with who holds their target;
+- ``token_conflicts``: CIDs served with different tokens by different relays;
+- ``chain_table``: per chain, each relay's head, the ops each relay lacks and
+  why the chain diverges (``chain-missing``, ``heads-differ``, ``ops-differ``);
+  an empty ``reasons`` array means all relays agree on the chain.
+Relays agree on a chain when every relay holds it with the same head and the
+same ops. Nothing here verifies signatures (``verify``).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from spark.replay import CHAIN_KINDS, chain_heads
+
+__all__ = ["chain_table", "partial_ops", "relay_stats", "token_conflicts"]
+
+
+def _relays(relays: list[str]) -> Column:
+    return F.array(*[F.lit(r) for r in sorted(relays)])
+
+
+def relay_stats(decoded: DataFrame, heads: DataFrame) -> DataFrame:
+    """``relay, kind, ops, chains`` (chains only for chain kinds)."""
+    ops = decoded.groupBy("relay", "kind").agg(F.countDistinct("cid").alias("ops"))
+    chains = heads.groupBy("relay", "kind").agg(F.count("*").alias("chains"))
+    return ops.join(chains, ["relay", "kind"], "left").fillna(0, ["chains"])
+
+
+def partial_ops(decoded: DataFrame, relays: list[str]) -> DataFrame:
+    """``cid, kind, chainId, heldBy, lackedBy, targetCid, targetHeldBy``."""
+    held = decoded.groupBy("cid").agg(
+        F.first("kind").alias("kind"),
+        F.first("chainId").alias("chainId"),
+        F.first("targetCid").alias("targetCid"),
+        F.array_sort(F.collect_set("relay")).alias("heldBy"),
+    )
+    partial = held.where(F.size("heldBy") < len(relays)).withColumn(
+        "lackedBy", F.array_except(_relays(relays), F.col("heldBy"))
+    )
+    targets = held.select(
+        F.col("cid").alias("targetCid"), F.col("heldBy").alias("targetHeldBy")
+    )
+    return partial.join(targets, "targetCid", "left").select(
+        "cid", "kind", "chainId", "heldBy", "lackedBy", "targetCid", "targetHeldBy"
+    )
+
+
+def token_conflicts(decoded: DataFrame) -> DataFrame:
+    """``cid, variants`` where variants = [{tokenHash, servedBy}] (more than one)."""
+    variants = decoded.groupBy("cid", "tokenHash").agg(
+        F.array_sort(F.collect_set("relay")).alias("servedBy")
+    )
+    return (
+        variants.groupBy("cid")
+        .agg(F.collect_list(F.struct("tokenHash", "servedBy")).alias("variants"))
+        .where(F.size("variants") > 1)
+    )
+
+
+def chain_table(decoded: DataFrame, partial: DataFrame, relays: list[str]) -> DataFrame:
+    """Per chain: ``chainId, kind, heads, lacking, reasons``."""
+    heads = chain_heads(decoded)
+    per_chain = heads.groupBy("chainId").agg(
+        F.first("kind").alias("kind"),
+        F.map_from_entries(F.collect_list(F.struct("relay", "head"))).alias("heads"),
+        F.count("*").alias("relays"),
+        F.countDistinct("head").alias("distinctHeads"),
+    )
+    lacking = (
+        partial.where(F.col("kind").isin(*CHAIN_KINDS))
+        .select("chainId", "cid", F.explode("lackedBy").alias("relay"))
+        .groupBy("chainId", "relay")
+        .agg(F.array_sort(F.collect_list("cid")).alias("cids"))
+        .groupBy("chainId")
+        .agg(F.map_from_entries(F.collect_list(F.struct("relay", "cids"))).alias("lacking"))
+    )
+    reasons = F.array_compact(
+        F.array(
+            F.when(F.col("relays") < len(relays), F.lit("chain-missing")),
+            F.when(F.col("distinctHeads") > 1, F.lit("heads-differ")),
+            F.when(F.col("lacking").isNotNull(), F.lit("ops-differ")),
+        )
+    )
+    return per_chain.join(lacking, "chainId", "left").select(
+        "chainId", "kind", "heads", "lacking", reasons.alias("reasons")
+    )

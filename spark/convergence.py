@@ -1,0 +1,137 @@
+"""Convergence check over relay log dumps (issue 6): the job's entry point.
+
+Usage (cluster):  spark-submit --py-files dfos.zip spark/convergence.py [options] DUMP...
+Usage (local):    dfos-relay converge [--master local[*]] [--verify] [--out report.json] DUMP...
+
+A DUMP is ``name=path`` or ``path`` (a JSON Lines file of ``dump-log``, gzip
+or not, or a directory of them). Exit codes: 0 when all relays agree (and,
+with ``--verify``, every op verifies), 1 when they do not, 2 on bad input
+(named with file and line, never a trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a script by spark-submit
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["build_parser", "get_session", "run_convergence", "run_job"]
+
+DEFAULT_SHUFFLE_PARTITIONS = 8
+DEFAULT_MAX_LISTED = 1000
+EXIT_AGREE, EXIT_DIVERGED, EXIT_BAD_INPUT = 0, 1, 2
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="converge", description="Check whether relay log dumps have converged."
+    )
+    parser.add_argument("dumps", nargs="+", metavar="DUMP", help="name=path or path")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's)")
+    parser.add_argument("--verify", action="store_true", help="re-verify every operation")
+    parser.add_argument("--out", default=None, help="write the JSON report here")
+    parser.add_argument("--parquet", default=None, help="write the difference tables here")
+    parser.add_argument("--shuffle-partitions", type=int, default=DEFAULT_SHUFFLE_PARTITIONS)
+    parser.add_argument("--max-listed", type=int, default=DEFAULT_MAX_LISTED,
+                        help="cap on items per list in the JSON report")
+    parser.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    return parser
+
+
+def get_session(master: str | None, shuffle_partitions: int) -> SparkSession:
+    """Get or create the session; Python workers use this interpreter and tree."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    path = os.environ.get("PYTHONPATH", "")
+    if _ROOT not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, path) if p)
+    builder = SparkSession.builder.appName("dfos-convergence")
+    if master:
+        builder = builder.master(master)
+    spark = builder.getOrCreate()
+    configure(spark, shuffle_partitions)
+    return spark
+
+
+def configure(spark: SparkSession, shuffle_partitions: int) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    # Malformed base64 or timestamps become nulls rather than failing the job.
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+
+
+def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
+    """Read, replay, compare (and verify); return the report. Raises InputError."""
+    from pyspark.sql import functions as F
+
+    from spark.compare import chain_table, partial_ops, relay_stats, token_conflicts
+    from spark.dumps import load_dumps, parse_dump_args
+    from spark.replay import chain_heads, decode_entries
+    from spark.report import Tables, build_report, write_parquet
+
+    specs = parse_dump_args(args.dumps)
+    relays = [s.relay for s in specs]
+    entries = load_dumps(spark, specs).withColumn("tokenHash", F.sha2("jwsToken", 256))
+    decoded = decode_entries(entries)
+    slim: DataFrame = decoded.drop("jwsToken").cache()
+    try:
+        partial = partial_ops(slim, relays).cache()
+        tables = Tables(
+            stats=relay_stats(slim, chain_heads(slim)),
+            chains=chain_table(slim, partial, relays).cache(),
+            partial=partial,
+            conflicts=token_conflicts(slim),
+            invalid=_invalid(spark, decoded) if args.verify else None,
+        )
+        report = build_report(tables, relays, args.max_listed)
+        if args.parquet:
+            write_parquet(tables, args.parquet)
+        return report
+    finally:
+        spark.catalog.clearCache()
+
+
+def _invalid(spark: SparkSession, decoded: DataFrame) -> DataFrame:
+    from spark.verify import invalid_ops
+    from spark.verify_ops import now_ms
+
+    return invalid_ops(spark, decoded, now_ms()).cache()
+
+
+def run_convergence(argv: list[str], spark: SparkSession | None = None) -> int:
+    """Run the job; print the summary; return the exit code (0, 1 or 2)."""
+    from spark.dumps import InputError
+    from spark.report import summary, write_json
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return EXIT_BAD_INPUT if exc.code else EXIT_AGREE
+    try:
+        session = spark or get_session(args.master, args.shuffle_partitions)
+        if spark is not None:
+            configure(spark, args.shuffle_partitions)
+        report = run_job(session, args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.out:
+        write_json(report, args.out)
+    if not args.quiet:
+        print(summary(report))
+    ok = report["converged"] and report.get("verified", True)
+    return EXIT_AGREE if ok else EXIT_DIVERGED
+
+
+if __name__ == "__main__":
+    sys.exit(run_convergence(sys.argv[1:]))

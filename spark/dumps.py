@@ -1,0 +1,149 @@
+"""Read global-log dumps (the JSON Lines of ``dfos-relay dump-log``).
+
+Role: turn ``DUMP`` arguments (``name=path`` or ``path``; a file or a
+directory, gzip read directly) into one DataFrame of
+``relay, cid, jwsToken, kind, chainId``. Invariants: relay names are unique;
+every non-blank line is a JSON object with the four string fields and a known
+kind, otherwise ``InputError`` names the file and line. Line numbers are only
+computed on that error path, so the hot path stays in Spark's JSON reader.
+
+Not checked here: tokens are not decoded (``replay``) nor verified (``verify``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+__all__ = ["KINDS", "DumpSpec", "InputError", "load_dumps", "parse_dump_args"]
+
+KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
+ENTRY_SCHEMA = StructType(
+    [StructField(name, StringType()) for name in ("cid", "jwsToken", "kind", "chainId")]
+)
+_SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
+_MAX_REPORTED_LINES = 5
+
+
+class InputError(Exception):
+    """Bad input: a missing dump, a duplicate relay name or a malformed line."""
+
+
+@dataclass(frozen=True, slots=True)
+class DumpSpec:
+    relay: str
+    path: str
+
+
+def _default_name(path: str) -> str:
+    name = os.path.basename(path.rstrip("/"))
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return name
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def parse_dump_args(args: list[str]) -> list[DumpSpec]:
+    """``name=path`` or ``path`` (named by the file name without suffixes)."""
+    specs: list[DumpSpec] = []
+    for arg in args:
+        name, sep, path = arg.partition("=")
+        if not sep or "/" in name:
+            name, path = _default_name(arg), arg
+        if not name or not path:
+            raise InputError(f"bad dump argument {arg!r} (expected name=path or path)")
+        if not _is_remote(path) and not os.path.exists(path.removeprefix("file://")):
+            raise InputError(f"dump {path!r} of relay {name!r} does not exist")
+        specs.append(DumpSpec(name, path))
+    names = [s.relay for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(f"relay names must be unique: {', '.join(duplicates)} given twice")
+    if not specs:
+        raise InputError("no dumps given")
+    return specs
+
+
+def _read_one(spark: SparkSession, spec: DumpSpec) -> DataFrame:
+    text = spark.read.text(spec.path)
+    return text.select(
+        F.lit(spec.relay).alias("relay"),
+        F.input_file_name().alias("file"),
+        F.col("value").alias("line"),
+    )
+
+
+def _parsed(raw: DataFrame) -> DataFrame:
+    entry = F.from_json("line", ENTRY_SCHEMA)
+    valid = (
+        entry.isNotNull()
+        & entry["cid"].isNotNull()
+        & entry["jwsToken"].isNotNull()
+        & entry["chainId"].isNotNull()
+        & entry["kind"].isin(*KINDS)
+    )
+    return raw.where(F.trim("line") != "").select(
+        "relay", "file", "line", entry.alias("e"), F.coalesce(valid, F.lit(False)).alias("ok")
+    )
+
+
+def load_dumps(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
+    """All entries of all dumps: ``relay, cid, jwsToken, kind, chainId``.
+
+    Raises ``InputError`` when a dump has a malformed line (validation runs
+    one Spark job over the input).
+    """
+    try:
+        raw = reduce(DataFrame.unionByName, (_read_one(spark, s) for s in specs))
+    except Exception as exc:  # Spark raises AnalysisException for unreadable paths
+        raise InputError(f"cannot read dumps: {str(exc).splitlines()[0]}") from exc
+    parsed = _parsed(raw)
+    bad = parsed.where(~F.col("ok")).select("relay", "file").limit(1).collect()
+    if bad:
+        raise InputError(_locate_malformed(spark, bad[0]["relay"], bad[0]["file"]))
+    return parsed.select("relay", "e.cid", "e.jwsToken", "e.kind", "e.chainId")
+
+
+def malformed_reason(line: str) -> str | None:
+    """Why a dump line is not a log entry, or None when it is one."""
+    if not line.strip():
+        return None
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return "not valid JSON"
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    for name in ("cid", "jwsToken", "kind", "chainId"):
+        if not isinstance(entry.get(name), str):
+            return f"field {name} missing or not a string"
+    if entry["kind"] not in KINDS:
+        return f"unknown kind {entry['kind']!r}"
+    return None
+
+
+def _locate_malformed(spark: SparkSession, relay: str, file: str) -> str:
+    """Error path only: number the lines of ``file`` and name the bad ones."""
+    numbered = spark.sparkContext.textFile(file).zipWithIndex()
+    found = (
+        numbered.map(lambda pair: (pair[1] + 1, malformed_reason(pair[0])))
+        .filter(lambda pair: pair[1] is not None)
+        .take(_MAX_REPORTED_LINES)
+    )
+    shown = file.removeprefix("file:")
+    if not found:
+        return f"{shown} (relay {relay}): malformed log entry"
+    return "; ".join(f"{shown}:{n}: {reason} (relay {relay})" for n, reason in found)
