@@ -175,7 +175,10 @@ class _Sequencing:
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
         self.sequenced: list[SequencedOp] = []
-        self._waiting: dict[str, list[tuple[int | None, Submitted]]] = defaultdict(list)
+        # Ops parked in this session, one entry per CID (the freshest reason it
+        # waits, and the request index it answers if any), indexed by key.
+        self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
+        self._waiting: dict[str, set[str]] = defaultdict(set)
         self._room = max_pending
 
     async def start(self) -> None:
@@ -201,6 +204,8 @@ class _Sequencing:
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)
+        if not isinstance(outcome, Rejected) or outcome.waits_for is None:
+            self._unpark(sub.cid)
         if isinstance(outcome, Accepted):
             batch.waiting.pop(sub.cid, None)
             self.sequenced.append(SequencedOp(sub.cid, sub.token, outcome.kind, outcome.chain_id))
@@ -228,28 +233,45 @@ class _Sequencing:
             batch.resolved_cids.discard(sub.cid)
             batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
             self._prepared[sub.cid] = sub
-            self._waiting[rejected.waits_for].append((index, sub))
+            self._park(index, sub, rejected.waits_for)
             return
         batch.waiting.pop(sub.cid, None)
         batch.resolved_cids.add(sub.cid)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
 
+    def _unpark(self, cid: str) -> None:
+        parked = self._parked.pop(cid, None)
+        if parked is not None:
+            self._waiting[parked[2]].discard(cid)
+
+    def _park(self, index: int | None, sub: Submitted, key: str) -> None:
+        previous = self._parked.get(sub.cid)
+        if previous is not None:
+            self._waiting[previous[2]].discard(sub.cid)
+            if index is None:  # keep answering the request line that submitted it
+                index = previous[0]
+        self._parked[sub.cid] = (index, sub, key)
+        self._waiting[key].add(sub.cid)
+
     async def _wake(self, keys: list[str]) -> list[tuple[int | None, Submitted]]:
         if not keys:
             return []
         next_round: dict[str, tuple[int | None, Submitted]] = {}
         for key in keys:
-            for index, sub in self._waiting.pop(key, ()):
-                next_round[sub.cid] = (index, sub)
+            for cid in self._waiting.pop(key, ()):
+                index, sub, _ = self._parked.pop(cid)
+                next_round[cid] = (index, sub)
         for pending in await self.view.session.take_waiting(keys):
-            if pending.cid in next_round or pending.cid in self.view.batch.resolved_cids:
+            cid = pending.cid
+            # What this session learnt about an op is fresher than the buffer's note.
+            if cid in next_round or cid in self._parked or cid in self.view.batch.resolved_cids:
                 continue
-            cached = self._prepared.get(pending.cid)
+            cached = self._prepared.get(cid)
             hit = cached is not None and cached.token == pending.jws_token
             prepared = cached if hit else prepare(pending.jws_token)
             if isinstance(prepared, Submitted):
-                next_round[pending.cid] = (None, prepared)
+                next_round[cid] = (None, prepared)
         return list(next_round.values())
 
 

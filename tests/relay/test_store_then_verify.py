@@ -148,3 +148,24 @@ async def test_bounded_buffer_answers_buffer_full(store: RelayStore) -> None:
             assert statuses(await post(client, b.tokens[:1])) == ["new"]
             retry = await post(client, [b.tokens[1 + results.index(full[0])]])
             assert statuses(retry) == ["new"]
+
+
+async def test_resubmitted_waiting_ops_answer_their_final_outcome(relay: object) -> None:
+    """Ops already buffered by an earlier request and resubmitted in a large
+    shuffled batch with their dependencies answer ``new``: each request line
+    reports the op's last outcome, whichever wake-up sequenced it."""
+    import random
+
+    from relay.engine import Relay
+    from relay.testing.workload import mixed_workload
+
+    assert isinstance(relay, Relay)
+    tokens = mixed_workload(300, seed=2, now_ms=PAST_MS + 40 * 24 * 3600 * 1000)
+    random.Random(1).shuffle(tokens)
+    await relay.ingest(tokens[:100])
+    results = await relay.ingest(tokens)
+    assert {r.status.value for r in results} <= {"new", "duplicate"}, [
+        r.error for r in results if r.status.value == "rejected"
+    ]
+    assert await relay.store.count_unsequenced() == 0
+    assert await relay.store.log_length() == len(tokens) + 2  # plus the relay's own two ops
