@@ -17,9 +17,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark.replay import CHAIN_KINDS, chain_heads
+from spark.replay import CHAIN_KINDS
 
-__all__ = ["chain_table", "partial_ops", "relay_stats", "token_conflicts"]
+__all__ = ["chain_table", "holdings", "partial_ops", "relay_stats", "token_conflicts"]
 
 
 def _relays(relays: list[str]) -> Column:
@@ -33,14 +33,43 @@ def relay_stats(decoded: DataFrame, heads: DataFrame) -> DataFrame:
     return ops.join(chains, ["relay", "kind"], "left").fillna(0, ["chains"])
 
 
-def partial_ops(decoded: DataFrame, relays: list[str]) -> DataFrame:
-    """``cid, kind, chainId, heldBy, lackedBy, targetCid, targetHeldBy``."""
+def holdings(decoded: DataFrame) -> DataFrame:
+    """One row per CID (one shuffle shared by ``partial_ops`` and
+    ``token_conflicts``): ``cid, kind, chainId, targetCid, heldBy, variants``
+    with variants = [{tokenHash, servedBy}] sorted by tokenHash."""
+    served = F.array_sort(F.collect_set(F.struct("tokenHash", "relay")))
+    hashes = F.array_distinct(F.transform("served", lambda s: s["tokenHash"]))
+    variants = F.transform(
+        hashes,
+        lambda h: F.struct(
+            h.alias("tokenHash"),
+            F.array_sort(
+                F.array_distinct(
+                    F.transform(
+                        F.filter("served", lambda s: s["tokenHash"] == h), lambda s: s["relay"]
+                    )
+                )
+            ).alias("servedBy"),
+        ),
+    )
     held = decoded.groupBy("cid").agg(
         F.first("kind").alias("kind"),
         F.first("chainId").alias("chainId"),
         F.first("targetCid").alias("targetCid"),
-        F.array_sort(F.collect_set("relay")).alias("heldBy"),
+        served.alias("served"),
     )
+    return held.select(
+        "cid",
+        "kind",
+        "chainId",
+        "targetCid",
+        F.array_sort(F.array_distinct(F.transform("served", lambda s: s["relay"]))).alias("heldBy"),
+        variants.alias("variants"),
+    )
+
+
+def partial_ops(held: DataFrame, relays: list[str]) -> DataFrame:
+    """``cid, kind, chainId, heldBy, lackedBy, targetCid, targetHeldBy``."""
     partial = held.where(F.size("heldBy") < len(relays)).withColumn(
         "lackedBy", F.array_except(_relays(relays), F.col("heldBy"))
     )
@@ -52,21 +81,13 @@ def partial_ops(decoded: DataFrame, relays: list[str]) -> DataFrame:
     )
 
 
-def token_conflicts(decoded: DataFrame) -> DataFrame:
+def token_conflicts(held: DataFrame) -> DataFrame:
     """``cid, variants`` where variants = [{tokenHash, servedBy}] (more than one)."""
-    variants = decoded.groupBy("cid", "tokenHash").agg(
-        F.array_sort(F.collect_set("relay")).alias("servedBy")
-    )
-    return (
-        variants.groupBy("cid")
-        .agg(F.collect_list(F.struct("tokenHash", "servedBy")).alias("variants"))
-        .where(F.size("variants") > 1)
-    )
+    return held.where(F.size("variants") > 1).select("cid", "variants")
 
 
-def chain_table(decoded: DataFrame, partial: DataFrame, relays: list[str]) -> DataFrame:
+def chain_table(heads: DataFrame, partial: DataFrame, relays: list[str]) -> DataFrame:
     """Per chain: ``chainId, kind, heads, lacking, reasons``."""
-    heads = chain_heads(decoded)
     per_chain = heads.groupBy("chainId").agg(
         F.first("kind").alias("kind"),
         F.map_from_entries(F.collect_list(F.struct("relay", "head"))).alias("heads"),

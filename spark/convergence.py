@@ -72,26 +72,35 @@ def configure(spark: SparkSession, shuffle_partitions: int) -> None:
 
 def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
     """Read, replay, compare (and verify); return the report. Raises InputError."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from spark.compare import chain_table, partial_ops, relay_stats, token_conflicts
-    from spark.dumps import load_dumps, parse_dump_args
+    from spark.compare import chain_table, holdings, partial_ops, relay_stats, token_conflicts
+    from spark.dumps import check_entries, parse_dump_args, read_entries
     from spark.replay import chain_heads, decode_entries
     from spark.report import Tables, build_report, write_parquet
 
     specs = parse_dump_args(args.dumps)
     relays = [s.relay for s in specs]
-    entries = load_dumps(spark, specs).withColumn("tokenHash", F.sha2("jwsToken", 256))
+    entries = read_entries(spark, specs).withColumn("tokenHash", F.sha2("jwsToken", 256))
     decoded = decode_entries(entries)
-    slim: DataFrame = decoded.drop("jwsToken").cache()
+    # One read: the decoded entries are cached once (tokens only when --verify
+    # needs them) and the validation job is the one that materializes them.
+    if not args.verify:
+        decoded = decoded.drop("jwsToken")
+    cached = decoded.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        partial = partial_ops(slim, relays).cache()
+        check_entries(spark, specs, cached)
+        slim: DataFrame = cached.drop("ok", "jwsToken")
+        heads = chain_heads(slim).cache()
+        held = holdings(slim).cache()
+        partial = partial_ops(held, relays).cache()
         tables = Tables(
-            stats=relay_stats(slim, chain_heads(slim)),
-            chains=chain_table(slim, partial, relays).cache(),
+            stats=relay_stats(slim, heads).cache(),
+            chains=chain_table(heads, partial, relays).cache(),
             partial=partial,
-            conflicts=token_conflicts(slim),
-            invalid=_invalid(spark, decoded) if args.verify else None,
+            conflicts=token_conflicts(held).cache(),
+            invalid=_invalid(spark, cached.drop("ok")) if args.verify else None,
         )
         report = build_report(tables, relays, args.max_listed)
         if args.parquet:

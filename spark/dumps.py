@@ -21,7 +21,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-__all__ = ["KINDS", "DumpSpec", "InputError", "load_dumps", "parse_dump_args"]
+__all__ = [
+    "KINDS",
+    "DumpSpec",
+    "InputError",
+    "check_entries",
+    "load_dumps",
+    "parse_dump_args",
+    "read_entries",
+]
 
 KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
 ENTRY_SCHEMA = StructType(
@@ -100,21 +108,42 @@ def _parsed(raw: DataFrame) -> DataFrame:
     )
 
 
+def read_entries(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
+    """All lines of all dumps, parsed but not checked: ``relay, ok, cid,
+    jwsToken, kind, chainId`` (``ok`` false for a malformed line).
+
+    Lets the caller validate in the same pass that decodes (``check_entries``
+    over its cached result), so the input is read once.
+    """
+    try:
+        raw = reduce(DataFrame.unionByName, (_read_one(spark, s) for s in specs))
+    except Exception as exc:  # Spark raises AnalysisException for unreadable paths
+        raise InputError(f"cannot read dumps: {str(exc).splitlines()[0]}") from exc
+    return _parsed(raw).select("relay", "ok", "e.cid", "e.jwsToken", "e.kind", "e.chainId")
+
+
+def check_entries(spark: SparkSession, specs: list[DumpSpec], entries: DataFrame) -> None:
+    """Raise ``InputError`` naming file and line when ``entries`` (of
+    ``read_entries``) has a malformed line; one aggregation over ``entries``."""
+    bad = entries.agg(F.min(F.when(~F.col("ok"), F.col("relay"))).alias("relay")).collect()
+    relay = bad[0]["relay"]
+    if relay is None:
+        return
+    spec = next(s for s in specs if s.relay == relay)
+    found = _parsed(_read_one(spark, spec)).where(~F.col("ok")).select("file").limit(1).collect()
+    file = found[0]["file"] if found else spec.path
+    raise InputError(_locate_malformed(spark, relay, file))
+
+
 def load_dumps(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
     """All entries of all dumps: ``relay, cid, jwsToken, kind, chainId``.
 
     Raises ``InputError`` when a dump has a malformed line (validation runs
     one Spark job over the input).
     """
-    try:
-        raw = reduce(DataFrame.unionByName, (_read_one(spark, s) for s in specs))
-    except Exception as exc:  # Spark raises AnalysisException for unreadable paths
-        raise InputError(f"cannot read dumps: {str(exc).splitlines()[0]}") from exc
-    parsed = _parsed(raw)
-    bad = parsed.where(~F.col("ok")).select("relay", "file").limit(1).collect()
-    if bad:
-        raise InputError(_locate_malformed(spark, bad[0]["relay"], bad[0]["file"]))
-    return parsed.select("relay", "e.cid", "e.jwsToken", "e.kind", "e.chainId")
+    entries = read_entries(spark, specs)
+    check_entries(spark, specs, entries)
+    return entries.drop("ok")
 
 
 def malformed_reason(line: str) -> str | None:

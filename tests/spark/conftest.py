@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 pyspark = pytest.importorskip("pyspark")
+
+# py4j logs at INFO from __del__ at interpreter exit, after pytest closed the
+# streams; keep it quiet so the run ends on pytest's own summary line.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 ROOT = Path(__file__).resolve().parents[2]
 
