@@ -21,10 +21,10 @@ from .envelope import (
     check_cid,
     check_not_future,
     expect_typ,
-    kid_did_url,
+    signer_did,
     verify_with_resolver,
 )
-from .errors import ChainError, MalformedError
+from .errors import MalformedError
 from .jws import DecodedJws
 from .payloads import ARTIFACT_MAX_CBOR_BYTES, ArtifactPayload, parse_artifact
 
@@ -42,9 +42,7 @@ def verify_artifact(decoded: DecodedJws, resolve_key: KeyResolver, now_ms: int) 
     """Verify an artifact JWS against the resolver and the verifier's clock ``now_ms``."""
     expect_typ(decoded, TYP_ARTIFACT)
     payload = parse_artifact(decoded.payload)
-    did, _ = kid_did_url(decoded)
-    if did != payload.did:
-        raise ChainError("kid DID does not match payload did")
+    did = signer_did(decoded, payload.did)
     cid, cbor = check_cid(decoded)
     if len(cbor) > ARTIFACT_MAX_CBOR_BYTES:
         raise MalformedError(f"artifact payload exceeds {ARTIFACT_MAX_CBOR_BYTES} CBOR bytes")

@@ -20,10 +20,9 @@ from .envelope import (
     check_cid,
     check_not_future,
     expect_typ,
-    kid_did_url,
+    signer_did,
     verify_with_resolver,
 )
-from .errors import ChainError
 from .jws import DecodedJws
 from .payloads import BeaconPayload, parse_beacon
 
@@ -40,9 +39,7 @@ def verify_beacon(decoded: DecodedJws, resolve_key: KeyResolver, now_ms: int) ->
     """Verify a beacon JWS against the resolver and the verifier's clock ``now_ms``."""
     expect_typ(decoded, TYP_BEACON)
     payload = parse_beacon(decoded.payload)
-    did, _ = kid_did_url(decoded)
-    if did != payload.did:
-        raise ChainError("kid DID does not match payload did")
+    did = signer_did(decoded, payload.did)
     cid, _ = check_cid(decoded)
     check_not_future(payload.created_at_ms, now_ms, BEACON_FUTURE_GUARD_MS)
     verify_with_resolver(decoded, resolve_key, did)

@@ -31,7 +31,7 @@ from .envelope import (
     check_cid,
     check_not_future,
     expect_typ,
-    kid_did_url,
+    signer_did,
     verify_with_resolver,
 )
 from .errors import AuthorizationError, ChainError, CredentialError, MalformedError
@@ -67,13 +67,6 @@ class ContentChainResult:
     operations: tuple[VerifiedContentOp, ...]
 
 
-def _signer_did(decoded: DecodedJws, op: ContentOperation) -> str:
-    did, _ = kid_did_url(decoded)
-    if did != op.did:
-        raise ChainError("kid DID does not match payload did")
-    return did
-
-
 def verify_content_genesis(
     decoded: DecodedJws, resolve_key: KeyResolver, now_ms: int
 ) -> VerifiedContentOp:
@@ -82,7 +75,7 @@ def verify_content_genesis(
     op = parse_content_operation(decoded.payload)
     if op.type != "create":
         raise ChainError("content chain must start with a create operation")
-    signer = _signer_did(decoded, op)
+    signer = signer_did(decoded, op.did)
     cid, _ = check_cid(decoded)
     check_not_future(op.created_at_ms, now_ms)
     verify_with_resolver(decoded, resolve_key, signer)
@@ -130,7 +123,7 @@ def verify_content_extension(
         raise ChainError("content is deleted; no operations may follow a delete")
     if op.previous_cid != parent_cid:
         raise ChainError("previousOperationCID does not match the parent operation")
-    signer = _signer_did(decoded, op)
+    signer = signer_did(decoded, op.did)
     cid, _ = check_cid(decoded)
     if op.created_at_ms <= parent_created_at_ms:
         raise ChainError("createdAt must be later than the previous operation")

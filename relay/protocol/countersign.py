@@ -20,10 +20,9 @@ from .envelope import (
     KeyResolver,
     check_cid,
     expect_typ,
-    kid_did_url,
+    signer_did,
     verify_with_resolver,
 )
-from .errors import ChainError
 from .jws import DecodedJws
 from .payloads import CountersignPayload, parse_countersign
 
@@ -42,9 +41,7 @@ def verify_countersign(
     """Verify a countersignature JWS; ``now_ms`` is accepted for symmetry, unused."""
     expect_typ(decoded, TYP_COUNTERSIGN)
     payload = parse_countersign(decoded.payload)
-    did, _ = kid_did_url(decoded)
-    if did != payload.did:
-        raise ChainError("kid DID does not match payload did")
+    did = signer_did(decoded, payload.did)
     cid, _ = check_cid(decoded)
     verify_with_resolver(decoded, resolve_key, did)
     return VerifiedCountersign(cid, payload)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from .cid import cid_from_cbor
 from .dagcbor import encode_canonical
 from .errors import (
+    ChainError,
     CidMismatchError,
     FutureTimestampError,
     KeyNotFoundError,
@@ -49,6 +50,7 @@ __all__ = [
     "expect_typ",
     "kid_did_url",
     "sign_operation",
+    "signer_did",
     "verify_with_resolver",
 ]
 
@@ -114,6 +116,14 @@ def kid_did_url(decoded: DecodedJws) -> tuple[str, str]:
     if did is None:
         raise MalformedError("kid must be a DID URL (did:dfos:...#key)")
     return did, key_id
+
+
+def signer_did(decoded: DecodedJws, payload_did: str) -> str:
+    """The kid DID, which must equal the payload ``did`` (signer-payload consistency)."""
+    did, _ = kid_did_url(decoded)
+    if did != payload_did:
+        raise ChainError("kid DID does not match payload did")
+    return did
 
 
 def verify_with_resolver(decoded: DecodedJws, resolve_key: KeyResolver, did: str) -> None:
