@@ -100,6 +100,9 @@ class MemoryStore:
     async def log_length(self) -> int:
         return len(self._log)
 
+    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
+        return {c for c in cids if c in self._ops}
+
     # sequencing ------------------------------------------------------------
     @asynccontextmanager
     async def sequencing(self) -> AsyncIterator[MemoryStore]:

@@ -32,6 +32,7 @@ from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
+from .precheck import precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
 
@@ -111,6 +112,7 @@ class Ingestor:
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
             await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
+            submitted = await precheck_submitted(submitted, self._store)
         outcomes, sequenced = await self._run(submitted)
         await self._notify(sequenced, source)
         return [

@@ -122,6 +122,7 @@ from .payloads import (
     parse_identity_operation,
     parse_multikey_public_key,
 )
+from .precheck import precheck
 from .state import ContentState, IdentityState
 from .timestamps import format_timestamp, parse_timestamp
 
@@ -216,6 +217,7 @@ __all__ = [
     "parse_identity_operation",
     "parse_multikey_public_key",
     "parse_timestamp",
+    "precheck",
     "reference_keypair",
     "sign_jws",
     "sign_operation",

@@ -89,8 +89,11 @@ def check_cid(decoded: DecodedJws) -> tuple[str, bytes]:
 
     Returns ``(cid, canonical_cbor_bytes)``. Raises ``CidMismatchError``.
     """
-    cbor = encode_canonical(decoded.payload)
-    cid = cid_from_cbor(cbor)
+    if decoded.payload_cid is not None:
+        cid, cbor = decoded.payload_cid
+    else:
+        cbor = encode_canonical(decoded.payload)
+        cid = cid_from_cbor(cbor)
     header_cid = decoded.header.get("cid")
     if header_cid is None:
         raise CidMismatchError("JWS header has no cid")
@@ -139,6 +142,8 @@ def verify_with_resolver(decoded: DecodedJws, resolve_key: KeyResolver, did: str
         raise
     if not candidates:
         raise KeyNotFoundError(f"no public key found for {kid}", did)
+    if decoded.verified_key is not None and decoded.verified_key in candidates:
+        return
     for public_key in candidates:
         if verify_signature(public_key, decoded.signing_input, decoded.signature):
             return

@@ -56,6 +56,11 @@ class DecodedJws:
     payload: dict[str, object]
     signing_input: bytes
     signature: bytes
+    # Results of work done ahead of the verifiers (see ``precheck.py``):
+    # the payload's derived (CID, canonical CBOR), and a key the signature
+    # is known to verify under. Verifiers reuse them instead of recomputing.
+    payload_cid: tuple[str, bytes] | None = None
+    verified_key: bytes | None = None
 
     @property
     def typ(self) -> str | None:
@@ -123,5 +128,7 @@ def sign_jws(header: Mapping[str, object], payload: Mapping[str, object], keypai
 
 def verify_jws(decoded: DecodedJws, public_key: bytes) -> None:
     """Raise ``SignatureError`` unless the token's signature verifies under ``public_key``."""
+    if decoded.verified_key is not None and decoded.verified_key == public_key:
+        return
     if not verify_signature(public_key, decoded.signing_input, decoded.signature):
         raise SignatureError("invalid signature")

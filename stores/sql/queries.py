@@ -24,6 +24,7 @@ class Queries:
         "SELECT cid, token, kind, chain_id FROM ops "
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
     )
+    known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
     # positions are gapless 1..n, so the max is the length (no table scan)
     max_pos: str = "SELECT COALESCE(MAX(pos), 0) FROM ops"
     # sequencing session: one round trip per collection

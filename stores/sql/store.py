@@ -13,12 +13,13 @@ Sequencing sessions and the lifecycle are the backend's (see
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from stores.base import (
     BeaconRecord,
     ChainRecord,
+    IdentityKeyRecord,
     LogPage,
     OperationRecord,
     PendingOp,
@@ -92,6 +93,23 @@ class SqlStore:
     async def log_length(self) -> int:
         row = await self._one(self._q.max_pos, ())
         return 0 if row is None else int(row[0])
+
+    async def get_identity_keys(
+        self, dids: Collection[str]
+    ) -> dict[str, list[IdentityKeyRecord]]:
+        out: dict[str, list[IdentityKeyRecord]] = {}
+        for r in await self._fetch_in(self._q.get_keys, dids):
+            out.setdefault(r[0], []).append(R.key_record(r))
+        return out
+
+    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
+        return {str(r[0]) for r in await self._fetch_in(self._q.known_cids, cids)}
+
+    async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
+        if not values:
+            return []
+        async with self._reading() as conn:
+            return await conn.fetch(sql, (self._d.lst(values),))
 
     # raw buffer ------------------------------------------------------------
     async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:

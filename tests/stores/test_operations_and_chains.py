@@ -63,6 +63,15 @@ async def test_identity_keys_are_unique_and_kept_in_order(opened: RelayStore) ->
     async with opened.sequencing() as s:
         keys = await s.get_identity_keys(["did:dfos:a", "did:dfos:b", "did:dfos:c"])
     assert keys == {"did:dfos:a": [k1, k2, k1_rotated], "did:dfos:b": [other]}
+    # The proof reader sees the same history outside any session.
+    assert await opened.get_identity_keys(["did:dfos:a", "did:dfos:b", "did:dfos:c"]) == keys
+    assert await opened.get_identity_keys([]) == {}
+
+
+async def test_sequenced_cids_names_the_ops_already_in_the_log(opened: RelayStore) -> None:
+    await append(opened, op("c1"), op("c2", parent="c1", at=2))
+    assert await opened.sequenced_cids(["c1", "c2", "c9"]) == {"c1", "c2"}
+    assert await opened.sequenced_cids([]) == set()
 
 
 async def test_beacons_upsert_latest(opened: RelayStore) -> None:

@@ -1,0 +1,113 @@
+"""Precheck a request's ops before the serialized sequencing pass.
+
+Sequencing is serialized across every process sharing a store, so the CPU
+it spends limits the whole relay. Deriving CIDs and checking signatures
+needs no chain state, so it runs here, concurrently, before the session
+(see ``relay/protocol/precheck.py``). The candidate keys for each ``kid``
+come from the signer's key history in the store and from the identity ops
+of the same request; the session still decides whether the key is valid.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from relay.protocol import (
+    MultikeyPublicKey,
+    ProtocolError,
+    decode_multikey,
+    did_from_genesis_cid,
+    parse_identity_operation,
+    precheck,
+    split_kid,
+)
+from stores.base import ProofReader
+
+from .common import Submitted
+
+KeyIndex = dict[str, dict[str, set[bytes]]]  # did -> key id -> raw public keys
+
+
+async def precheck_submitted(
+    submitted: Sequence[tuple[int, Submitted]], store: ProofReader
+) -> list[tuple[int, Submitted]]:
+    """``submitted`` with CIDs derived and signatures checked where a key is known.
+
+    Ops already sequenced are left alone: they will answer ``duplicate``."""
+    known = await store.sequenced_cids({sub.cid for _, sub in submitted})
+    fresh = [(i, sub) for i, sub in submitted if sub.cid not in known]
+    if not fresh:
+        return list(submitted)
+    keys: KeyIndex = defaultdict(lambda: defaultdict(set))
+    dids: set[str] = set()
+    for _, sub in fresh:
+        _index_identity_keys(sub, keys)
+        signer = _signer(sub)
+        if signer is not None and signer[0] is not None:
+            dids.add(signer[0])
+    for did, records in (await store.get_identity_keys(dids)).items():
+        for record in records:
+            try:
+                raw = decode_multikey(record.public_key_multibase)
+            except ProtocolError:
+                continue
+            keys[did][record.key_id].add(raw)
+    # By position: one request may carry two tokens under one CID.
+    checked = {i: _checked(sub, keys, _signer(sub)) for i, sub in fresh}
+    return [(i, checked.get(i, sub)) for i, sub in submitted]
+
+
+def _checked(sub: Submitted, keys: KeyIndex, signer: tuple[str | None, str] | None) -> Submitted:
+    candidates: set[bytes] = set()
+    if signer is not None:
+        did, key_id = signer
+        owner = did if did is not None else _genesis_did(sub)
+        if owner is not None:
+            candidates = keys.get(owner, {}).get(key_id, set())
+    return replace(sub, decoded=precheck(sub.decoded, candidates))
+
+
+def _signer(sub: Submitted) -> tuple[str | None, str] | None:
+    kid = sub.decoded.kid
+    if kid is None:
+        return None
+    try:
+        return split_kid(kid)
+    except ProtocolError:
+        return None
+
+
+def _genesis_did(sub: Submitted) -> str | None:
+    """The DID an identity genesis claims (a bare kid names one of its own keys)."""
+    if sub.kind != "identity-op" or sub.payload.get("previousOperationCID") is not None:
+        return None
+    try:
+        return did_from_genesis_cid(sub.cid)
+    except ProtocolError:
+        return None
+
+
+def _index_identity_keys(sub: Submitted, keys: KeyIndex) -> None:
+    """Keys an identity op of this request introduces, as later ops may sign with them."""
+    if sub.kind != "identity-op":
+        return
+    try:
+        op = parse_identity_operation(sub.payload)
+    except ProtocolError:
+        return
+    did = _genesis_did(sub) if op.type == "create" else _signer_did(sub)
+    if did is None:
+        return
+    entries: tuple[MultikeyPublicKey, ...] = (*op.auth_keys, *op.assert_keys, *op.controller_keys)
+    for entry in entries:
+        try:
+            keys[did][entry.id].add(entry.public_key)
+        except ProtocolError:
+            continue
+
+
+def _signer_did(sub: Submitted) -> str | None:
+    signer = _signer(sub)
+    return None if signer is None else signer[0]
