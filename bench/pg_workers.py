@@ -27,7 +27,13 @@ BATCH = 50
 def client(url: str, tokens: list[str], start: float) -> None:
     while time.time() < start:
         time.sleep(0.001)
-    with httpx.Client(timeout=60) as http:
+    # One connection per request: hypercorn's workers share one listening
+    # socket, and a kept-alive connection would pin a client to whichever
+    # worker accepted it first (possibly both clients to one worker). A fresh
+    # connection goes to a worker that is waiting in accept, as a load
+    # balancer in front of the workers would spread requests.
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(timeout=60, limits=limits) as http:
         for i in range(0, len(tokens), BATCH):
             r = http.post(f"{url}/operations", json={"operations": tokens[i : i + BATCH]})
             r.raise_for_status()
