@@ -136,6 +136,54 @@ class Rejection:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class StateQuery:
+    """One round of the verifier's batch reads, asked together so a remote
+    backend can answer in one round trip.
+
+    Besides what is named, the answer *follows* two links the verifier
+    always needs: a content op found among ``cids`` brings its chain, and a
+    content chain found brings its creator's identity chain and keys.
+    """
+
+    cids: frozenset[str] = frozenset()
+    chain_ids: frozenset[str] = frozenset()
+    key_dids: frozenset[str] = frozenset()
+    beacon_dids: frozenset[str] = frozenset()
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    token_hashes: frozenset[str] = frozenset()
+
+    def is_empty(self) -> bool:
+        return not (
+            self.cids
+            or self.chain_ids
+            or self.key_dids
+            or self.beacon_dids
+            or self.pairs
+            or self.token_hashes
+        )
+
+
+@dataclass(slots=True)
+class StateRows:
+    """The rows that answer a ``StateQuery`` (absent keys: not stored)."""
+
+    operations: dict[str, OperationRecord] = field(default_factory=dict)
+    chains: dict[str, ChainRecord] = field(default_factory=dict)
+    identity_keys: dict[str, list[IdentityKeyRecord]] = field(default_factory=dict)
+    beacons: dict[str, BeaconRecord] = field(default_factory=dict)
+    pairs: set[tuple[str, str]] = field(default_factory=set)
+    rejections: dict[str, Rejection] = field(default_factory=dict)
+
+
+def creator_of(chain: ChainRecord) -> str | None:
+    """The creator DID recorded in a content chain's state (None otherwise)."""
+    if chain.kind != "content":
+        return None
+    creator = chain.state.get("creator_did")
+    return creator if isinstance(creator, str) else None
+
+
 @dataclass(slots=True)
 class CommitBatch:
     """Everything one sequencing session writes, applied atomically.
@@ -208,6 +256,10 @@ class SequencingSession(Protocol):
         self, pairs: Collection[tuple[str, str]]
     ) -> set[tuple[str, str]]: ...
     async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]: ...
+    async def read_state(self, query: StateQuery) -> StateRows:
+        """All reads of ``query`` at once (see ``StateQuery`` for the links followed)."""
+        ...
+
     async def take_waiting(self, keys: Collection[DependencyKey]) -> list[PendingOp]: ...
     async def count_pending(self) -> int: ...
     async def commit(self, batch: CommitBatch) -> None: ...

@@ -24,9 +24,12 @@ from stores.base import (
     PendingOp,
     Rejection,
     RelayIdentityRecord,
+    StateQuery,
+    StateRows,
     UnknownCursorError,
 )
 from stores.paging import page_after
+from stores.state_reads import read_state_stepwise
 
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
 
@@ -108,6 +111,9 @@ class MemoryStore:
     async def sequencing(self) -> AsyncIterator[MemoryStore]:
         async with self._lock:
             yield self
+
+    async def read_state(self, query: StateQuery) -> StateRows:
+        return await read_state_stepwise(self, query)
 
     async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
         return {c: self._ops[c] for c in cids if c in self._ops}

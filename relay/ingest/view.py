@@ -10,8 +10,9 @@ written atomically at the end of the session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from relay.protocol import KeyNotFoundError, decode_multikey, split_kid
 from stores.base import (
@@ -22,7 +23,11 @@ from stores.base import (
     OperationRecord,
     Rejection,
     SequencingSession,
+    StateQuery,
+    creator_of,
 )
+
+_K = TypeVar("_K", bound=Hashable)
 
 
 @dataclass(slots=True)
@@ -49,64 +54,50 @@ class StateView:
 
     # prefetch ---------------------------------------------------------------
     async def prefetch(self, needs: Needs) -> None:
-        ops = await self._load_ops(needs.cids)
-        content_chains = {op.chain_id for op in ops if op.kind == "content-op"}
-        await self._load_chains(needs.dids | content_chains)
+        """Load, in one ``read_state``, whatever of ``needs`` is not cached yet.
+
+        Links the store follows from what it finds (content op -> its chain
+        -> its creator's chain and keys) are also followed here from what is
+        already cached, since the store only sees what is asked.
+        """
+        cached_ops = [op for c in needs.cids if (op := self._ops.get(c)) is not None]
+        chain_ids = needs.dids | {op.chain_id for op in cached_ops if op.kind == "content-op"}
         creators = {
-            str(chain.state["creator_did"])
-            for cid in content_chains
-            if (chain := self._chains.get(cid)) is not None
+            creator
+            for chain_id in chain_ids
+            if (chain := self._chains.get(chain_id)) is not None
+            and (creator := creator_of(chain)) is not None
         }
-        await self._load_chains(creators)
-        await self._load_keys(needs.dids | creators)
-        await self._load_beacons(needs.beacon_dids)
-        await self._load_pairs(needs.pairs)
-        await self._load_rejections(needs.token_hashes)
-
-    async def _load_ops(self, cids: set[str]) -> list[OperationRecord]:
-        missing = [c for c in cids if c not in self._ops]
-        if missing:
-            found = await self.session.get_operations(missing)
-            for cid in missing:
-                self._ops[cid] = found.get(cid)
-        return [op for c in cids if (op := self._ops.get(c)) is not None]
-
-    async def _load_chains(self, ids: Iterable[str]) -> None:
-        missing = [i for i in ids if i not in self._chains]
-        if missing:
-            found = await self.session.get_chains(missing)
-            for chain_id in missing:
-                self._chains[chain_id] = found.get(chain_id)
-
-    async def _load_keys(self, dids: Iterable[str]) -> None:
-        missing = [d for d in dids if d not in self._keys]
-        if missing:
-            found = await self.session.get_identity_keys(missing)
-            for did in missing:
-                self._keys[did] = {}
-                for rec in found.get(did, ()):
+        query = StateQuery(
+            cids=_uncached(needs.cids, self._ops),
+            chain_ids=_uncached(chain_ids | creators, self._chains),
+            key_dids=_uncached(needs.dids | creators, self._keys),
+            beacon_dids=_uncached(needs.beacon_dids, self._beacons),
+            pairs=_uncached(needs.pairs, self._pairs),
+            token_hashes=_uncached(needs.token_hashes, self._rejections),
+        )
+        if query.is_empty():
+            return
+        rows = await self.session.read_state(query)
+        for cid in query.cids:
+            self._ops[cid] = rows.operations.get(cid)
+        for chain_id in query.chain_ids:
+            self._chains[chain_id] = rows.chains.get(chain_id)
+        for chain_id, chain in rows.chains.items():  # followed links
+            self._chains.setdefault(chain_id, chain)
+        for did in query.key_dids:
+            self._keys[did] = {}
+        for did, records in rows.identity_keys.items():
+            if did in query.key_dids or did not in self._keys:
+                self._keys.setdefault(did, {})
+                for rec in records:
                     self._add_key(rec)
-
-    async def _load_beacons(self, dids: set[str]) -> None:
-        missing = [d for d in dids if d not in self._beacons]
-        if missing:
-            found = await self.session.get_beacons(missing)
-            for did in missing:
-                self._beacons[did] = found.get(did)
-
-    async def _load_pairs(self, pairs: set[tuple[str, str]]) -> None:
-        missing = [p for p in pairs if p not in self._pairs]
-        if missing:
-            found = await self.session.get_countersign_pairs(missing)
-            for pair in missing:
-                self._pairs[pair] = pair in found
-
-    async def _load_rejections(self, hashes: set[str]) -> None:
-        missing = [h for h in hashes if h not in self._rejections]
-        if missing:
-            found = await self.session.get_rejections(missing)
-            for token_hash in missing:
-                self._rejections[token_hash] = found.get(token_hash)
+        for did in query.beacon_dids:
+            self._beacons[did] = rows.beacons.get(did)
+        for pair in query.pairs:
+            self._pairs[pair] = pair in rows.pairs
+        for token_hash in query.token_hashes:
+            self._rejections[token_hash] = rows.rejections.get(token_hash)
 
     # reads -------------------------------------------------------------------
     def operation(self, cid: str) -> OperationRecord | None:
@@ -177,3 +168,7 @@ class StateView:
             return False
         known.append(raw)
         return True
+
+
+def _uncached(wanted: Iterable[_K], cache: Mapping[_K, object]) -> frozenset[_K]:
+    return frozenset(key for key in wanted if key not in cache)

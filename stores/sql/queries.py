@@ -9,6 +9,8 @@ from stores.sql.dialect import Dialect
 OP_COLS = "cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, state"
 CHAIN_COLS = "chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state"
 CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
+# creator DIDs of the content chains in CTE ``ch`` (an array: index scans)
+_CREATORS = "ARRAY(SELECT CAST(state AS json) ->> 'creator_did' FROM ch WHERE kind = 'content')"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +76,78 @@ class Queries:
         "waits_for = excluded.waits_for, taken = 0"
     )
     # array forms (Postgres): a whole batch in one statement, positions inline
-    insert_ops_arrays: str = (
+    # A whole StateQuery as one statement (array dialect): tagged rows of
+    # eight text columns. Content ops found bring their chains; content
+    # chains found bring their creators' chains and keys (see StateQuery).
+    read_state_arrays: str = (
+        "WITH o AS (SELECT cid, token, kind, chain_id, author_did, parent_cid, "
+        "created_at_ms, state FROM ops WHERE cid = ANY(CAST(? AS text[]))), "
+        "ch AS (SELECT chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state "
+        "FROM chains WHERE chain_id = ANY(CAST(? AS text[]) || "
+        "ARRAY(SELECT chain_id FROM o WHERE kind = 'content-op'))) "
+        "SELECT CAST('o' AS text), cid, token, kind, chain_id, author_did, parent_cid, "
+        "CAST(created_at_ms AS text), state FROM o "
+        "UNION ALL SELECT 'c', chain_id, kind, genesis_cid, head_cid, "
+        "CAST(head_created_at_ms AS text), state, NULL, NULL FROM ch "
+        "UNION ALL SELECT 'c', chain_id, kind, genesis_cid, head_cid, "
+        "CAST(head_created_at_ms AS text), state, NULL, NULL FROM chains "
+        f"WHERE chain_id = ANY({_CREATORS}) "
+        "UNION ALL SELECT 'k', did, key_id, multibase, CAST(id AS text), NULL, NULL, NULL, NULL "
+        f"FROM identity_keys WHERE did = ANY(CAST(? AS text[]) || {_CREATORS}) "
+        "UNION ALL SELECT 'b', did, cid, token, CAST(created_at_ms AS text), NULL, NULL, NULL, "
+        "NULL FROM beacons WHERE did = ANY(CAST(? AS text[])) "
+        "UNION ALL SELECT 'p', target_cid, witness_did, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM countersigs WHERE target_cid = ANY(CAST(? AS text[])) "
+        "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL "
+        "FROM rejections WHERE token_hash = ANY(CAST(? AS text[]))"
+    )
+    # The whole CommitBatch as one statement (one round trip inside the
+    # locked transaction): data-modifying CTEs always run to completion.
+    # The two raw_ops CTEs touch disjoint rows (resolved vs still waiting).
+    commit_arrays: str = (
+        "WITH new_ops AS ("
         "INSERT INTO ops (pos, cid, token, kind, chain_id, author_did, parent_cid, "
         "created_at_ms, state) SELECT (SELECT COALESCE(MAX(pos), 0) FROM ops) + u.n, "
         "u.cid, u.token, u.kind, u.chain_id, u.author_did, u.parent_cid, u.at, u.state "
         "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), "
         "CAST(? AS text[])) WITH ORDINALITY "
-        "AS u(cid, token, kind, chain_id, author_did, parent_cid, at, state, n)"
+        "AS u(cid, token, kind, chain_id, author_did, parent_cid, at, state, n)), "
+        "new_chains AS ("
+        f"INSERT INTO chains ({CHAIN_COLS}) SELECT * FROM unnest(CAST(? AS text[]), "
+        "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), "
+        "CAST(? AS text[])) "
+        "ON CONFLICT (chain_id) DO UPDATE SET kind = excluded.kind, "
+        "genesis_cid = excluded.genesis_cid, head_cid = excluded.head_cid, "
+        "head_created_at_ms = excluded.head_created_at_ms, state = excluded.state), "
+        "new_keys AS ("
+        "INSERT INTO identity_keys (did, key_id, multibase) SELECT u.did, u.key_id, u.mb "
+        "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
+        "WITH ORDINALITY AS u(did, key_id, mb, n) ORDER BY u.n "
+        "ON CONFLICT (did, key_id, multibase) DO NOTHING), "
+        "new_beacons AS ("
+        "INSERT INTO beacons (did, cid, token, created_at_ms) SELECT * FROM unnest("
+        "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) "
+        "ON CONFLICT (did) DO UPDATE SET cid = excluded.cid, token = excluded.token, "
+        "created_at_ms = excluded.created_at_ms), "
+        "new_countersigs AS ("
+        "INSERT INTO countersigs (target_cid, witness_did, cid, token) "
+        "SELECT u.target, u.witness, u.cid, u.token FROM unnest(CAST(? AS text[]), "
+        "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
+        "WITH ORDINALITY AS u(target, witness, cid, token, n) ORDER BY u.n "
+        "ON CONFLICT (target_cid, witness_did) DO NOTHING), "
+        "new_rejections AS ("
+        "INSERT INTO rejections (token_hash, cid, reason) SELECT * FROM unnest("
+        "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
+        "ON CONFLICT (token_hash) DO UPDATE SET cid = excluded.cid, reason = excluded.reason), "
+        "resolved AS (DELETE FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))), "
+        "waiting AS ("
+        "INSERT INTO raw_ops (cid, token, waits_for, taken) SELECT u.cid, u.token, u.w, 0 "
+        "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
+        "AS u(cid, token, w) "
+        "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
+        "waits_for = excluded.waits_for, taken = 0) "
+        "SELECT 1"
     )
     put_raw_arrays: str = (
         "INSERT INTO raw_ops (cid, token) SELECT u.cid, u.token "

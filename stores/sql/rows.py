@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, cast
 
 from stores.base import (
     BeaconRecord,
     ChainKind,
     ChainRecord,
+    CommitBatch,
     IdentityKeyRecord,
     LogEntry,
     OperationKind,
@@ -17,6 +18,7 @@ from stores.base import (
     PendingOp,
     Rejection,
     RelayIdentityRecord,
+    StateRows,
 )
 
 Row = Sequence[Any]
@@ -78,3 +80,66 @@ def pending_op(row: Row) -> PendingOp:
 
 def identity_record(row: Row) -> RelayIdentityRecord:
     return RelayIdentityRecord(row[0], row[1], bytes(row[2]), row[3], row[4])
+
+
+def commit_columns(batch: CommitBatch) -> list[list[Any]]:
+    """``batch`` as the column arrays of ``Queries.commit_arrays``, in order."""
+    ops = [op_row(0, op)[1:] for op in batch.operations]
+    chains = [chain_row(c) for c in batch.chains.values()]
+    keys = list(
+        dict.fromkeys((k.did, k.key_id, k.public_key_multibase) for k in batch.identity_keys)
+    )
+    beacons = [(b.did, b.cid, b.jws_token, b.created_at_ms) for b in batch.beacons.values()]
+    sigs: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+    for c in batch.countersignatures:  # the first per (target, witness) wins, as in SQL
+        sigs.setdefault(
+            (c.target_cid, c.witness_did), (c.target_cid, c.witness_did, c.cid, c.jws_token)
+        )
+    rejections = {r.token_hash: (r.token_hash, r.cid, r.reason) for r in batch.rejections}
+    waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+    # As with separate statements (delete, then upsert), a CID in both sets
+    # ends up waiting; one statement must not touch a row twice.
+    resolved = sorted(batch.resolved_cids - batch.waiting.keys())
+    out: list[list[Any]] = []
+    for rows, width in (
+        (ops, 8),
+        (chains, 6),
+        (keys, 3),
+        (beacons, 4),
+        (list(sigs.values()), 4),
+        (list(rejections.values()), 3),
+    ):
+        out.extend(_columns(rows, width))
+    out.append(resolved)
+    out.extend(_columns(waiting, 3))
+    return out
+
+
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    if not rows:
+        return [[] for _ in range(width)]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def state_rows(tagged: Sequence[Row], wanted_pairs: Collection[tuple[str, str]]) -> StateRows:
+    """``StateRows`` from the tagged rows of ``Queries.read_state_arrays``."""
+    out = StateRows()
+    keys: list[tuple[int, IdentityKeyRecord]] = []
+    for row in tagged:
+        tag = row[0]
+        if tag == "o":
+            out.operations[row[1]] = op_record(row[1:9])
+        elif tag == "c":
+            out.chains[row[1]] = chain_record(row[1:7])
+        elif tag == "k":
+            keys.append((int(row[4]), key_record(row[1:4])))
+        elif tag == "b":
+            out.beacons[row[1]] = beacon_record(row[1:5])
+        elif tag == "p":
+            out.pairs.add((row[1], row[2]))
+        elif tag == "r":
+            out.rejections[row[1]] = rejection_record(row[1:4])
+    out.pairs &= set(wanted_pairs)
+    for _, key in sorted(keys, key=lambda item: item[0]):  # history order
+        out.identity_keys.setdefault(key.did, []).append(key)
+    return out

@@ -24,12 +24,15 @@ from stores.base import (
     OperationRecord,
     PendingOp,
     Rejection,
+    StateQuery,
+    StateRows,
     StoreError,
 )
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
 from stores.sql.queries import Queries
+from stores.state_reads import read_state_stepwise
 
 # Ends the session's transaction: COMMIT (True) or ROLLBACK (False).
 TransactionEnd = Callable[[bool], Awaitable[None]]
@@ -83,6 +86,23 @@ class SqlSession:
         found = await self._fetch_in(self._q.get_rejections, token_hashes)
         return {r[0]: R.rejection_record(r) for r in found}
 
+    async def read_state(self, query: StateQuery) -> StateRows:
+        if not self._d.arrays:  # embedded: a round trip costs next to nothing
+            return await read_state_stepwise(self, query)
+        q = query
+        params = [
+            self._d.lst(values)
+            for values in (
+                q.cids,
+                q.chain_ids,
+                q.key_dids,
+                q.beacon_dids,
+                {target for target, _ in q.pairs},
+                q.token_hashes,
+            )
+        ]
+        return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
+
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
         return [R.pending_op(r) for r in await self._fetch_in(self._q.take_waiting, keys)]
 
@@ -103,10 +123,10 @@ class SqlSession:
 
 async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> None:
     """Write every row of ``batch`` (the caller owns the transaction)."""
-    if batch.operations and d.arrays:
-        columns = list(zip(*(R.op_row(0, op)[1:] for op in batch.operations), strict=True))
-        await conn.execute(q.insert_ops_arrays, [list(c) for c in columns])
-    elif batch.operations:
+    if d.arrays:
+        await conn.execute(q.commit_arrays, R.commit_columns(batch))
+        return
+    if batch.operations:
         base = int((await conn.fetch(q.max_pos))[0][0])
         ops = [R.op_row(base + i, op) for i, op in enumerate(batch.operations, start=1)]
         await conn.executemany(q.insert_op, ops)

@@ -7,11 +7,13 @@ import pytest
 
 from stores.base import (
     BeaconRecord,
+    ChainRecord,
     CommitBatch,
     CountersignatureRecord,
     IdentityKeyRecord,
     Rejection,
     RelayStore,
+    StateQuery,
     StoreError,
 )
 from tests.stores.conftest import append, chain, commit, is_durable, op
@@ -187,3 +189,47 @@ async def test_sessions_are_serialized(opened: RelayStore) -> None:
     final = await opened.get_chain("did:dfos:a")
     assert final is not None and final.state["n"] == 8
     assert await opened.log_length() == 8
+
+
+async def test_read_state_answers_a_whole_round_and_follows_content_links(
+    opened: RelayStore,
+) -> None:
+    creator = chain("did:dfos:c", "i1")
+    content_state = {"content_id": "content1", "creator_did": "did:dfos:c", "length": 1}
+    content = ChainRecord("content1", "content", "g1", "g1", 5, content_state)
+    genesis = op("g1", kind="content-op", chain_id="content1", state=content_state)
+    key = IdentityKeyRecord("did:dfos:c", "k1", "z6Mk1")
+    other_key = IdentityKeyRecord("did:dfos:w", "k1", "z6Mk9")
+    beacon = BeaconRecord("did:dfos:c", "b1", "tok.b1", 7)
+    sig = CountersignatureRecord("g1", "did:dfos:w", "s1", "tok.s1")
+    rejection = Rejection("h1", "x1", "bad")
+    await append(opened, genesis)
+    await commit(
+        opened,
+        CommitBatch(
+            chains={"did:dfos:c": creator, "content1": content},
+            identity_keys=[key, other_key],
+            beacons={"did:dfos:c": beacon},
+            countersignatures=[sig],
+            rejections=[rejection],
+        ),
+    )
+    query = StateQuery(
+        cids=frozenset({"g1", "missing"}),
+        key_dids=frozenset({"did:dfos:w"}),
+        beacon_dids=frozenset({"did:dfos:c"}),
+        pairs=frozenset({("g1", "did:dfos:w"), ("g1", "did:dfos:nobody")}),
+        token_hashes=frozenset({"h1", "h2"}),
+    )
+    async with opened.sequencing() as s:
+        rows = await s.read_state(query)
+    assert rows.operations == {"g1": genesis}
+    # the content op brought its chain, which brought its creator and keys
+    assert rows.chains == {"content1": content, "did:dfos:c": creator}
+    assert rows.identity_keys == {"did:dfos:c": [key], "did:dfos:w": [other_key]}
+    assert rows.beacons == {"did:dfos:c": beacon}
+    assert rows.pairs == {("g1", "did:dfos:w")}
+    assert rows.rejections == {"h1": rejection}
+    async with opened.sequencing() as s:
+        empty = await s.read_state(StateQuery())
+    assert not (empty.operations or empty.chains or empty.identity_keys or empty.pairs)
