@@ -152,10 +152,12 @@ class StateQuery:
     beacon_dids: frozenset[str] = frozenset()
     pairs: frozenset[tuple[str, str]] = frozenset()
     token_hashes: frozenset[str] = frozenset()
+    count_pending: bool = False  # also count the ops waiting in the buffer
 
     def is_empty(self) -> bool:
         return not (
-            self.cids
+            self.count_pending
+            or self.cids
             or self.chain_ids
             or self.key_dids
             or self.beacon_dids
@@ -174,6 +176,7 @@ class StateRows:
     beacons: dict[str, BeaconRecord] = field(default_factory=dict)
     pairs: set[tuple[str, str]] = field(default_factory=set)
     rejections: dict[str, Rejection] = field(default_factory=dict)
+    pending: int | None = None  # set when the query asked to count_pending
 
 
 def creator_of(chain: ChainRecord) -> str | None:

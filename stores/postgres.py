@@ -25,7 +25,7 @@ newer schema version or an unreachable server is a ``StoreError`` naming it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -158,6 +158,10 @@ class PostgresStore(SqlStore):
     async def _writing(self) -> AsyncIterator[Conn]:
         async with self._live_pool().acquire() as raw, raw.transaction():
             yield _PgConn(raw)
+
+    def _writing_one(self) -> AbstractAsyncContextManager[Conn]:
+        # A single statement commits atomically by itself: no BEGIN/COMMIT trips.
+        return self._reading()
 
     @asynccontextmanager
     async def sequencing(self) -> AsyncIterator[SqlSession]:

@@ -29,6 +29,7 @@ class BatchReads(Protocol):
         self, pairs: Collection[tuple[str, str]]
     ) -> set[tuple[str, str]]: ...
     async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]: ...
+    async def count_pending(self) -> int: ...
 
 
 async def read_state_stepwise(reads: BatchReads, query: StateQuery) -> StateRows:
@@ -42,4 +43,6 @@ async def read_state_stepwise(reads: BatchReads, query: StateQuery) -> StateRows
     rows.beacons = await reads.get_beacons(query.beacon_dids)
     rows.pairs = await reads.get_countersign_pairs(query.pairs)
     rows.rejections = await reads.get_rejections(query.token_hashes)
+    if query.count_pending:
+        rows.pending = await reads.count_pending()
     return rows

@@ -139,7 +139,6 @@ class Ingestor:
     ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
             run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
-            await run.start()
             await run.sequence(list(submitted))
             if not run.view.batch.is_empty():
                 await session.commit(run.view.batch)
@@ -183,13 +182,15 @@ class _Sequencing:
         self._waiting: dict[str, set[str]] = defaultdict(set)
         self._room = max_pending
 
-    async def start(self) -> None:
-        self._room -= await self.view.session.count_pending()
-
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
+        first = True
         while round_:
             round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
-            await self.view.prefetch(_needs(round_))
+            # The buffer's fill level comes with the first round's reads.
+            pending = await self.view.prefetch(_needs(round_), count_pending=first)
+            if first:
+                self._room -= pending or 0
+                first = False
             woken: list[str] = []
             for index, sub in round_:
                 woken.extend(self._attempt(index, sub))

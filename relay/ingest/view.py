@@ -1,7 +1,7 @@
 """The working state of one sequencing session.
 
 Verification is synchronous; the store is async and may be remote. So each
-round of ingestion first *prefetches* in a few batched queries everything the
+round of ingestion first *prefetches* in one ``read_state`` everything the
 round's ops can touch (their CIDs, parents, targets, chains, keys, beacons),
 then verifies op by op against this view. Accepted ops are staged into the
 view (so later ops of the batch see them) and into one ``CommitBatch``
@@ -53,12 +53,13 @@ class StateView:
         self._rejections: dict[str, Rejection | None] = {}
 
     # prefetch ---------------------------------------------------------------
-    async def prefetch(self, needs: Needs) -> None:
+    async def prefetch(self, needs: Needs, count_pending: bool = False) -> int | None:
         """Load, in one ``read_state``, whatever of ``needs`` is not cached yet.
 
         Links the store follows from what it finds (content op -> its chain
         -> its creator's chain and keys) are also followed here from what is
-        already cached, since the store only sees what is asked.
+        already cached, since the store only sees what is asked. Returns the
+        number of ops waiting in the buffer if ``count_pending``.
         """
         cached_ops = [op for c in needs.cids if (op := self._ops.get(c)) is not None]
         chain_ids = needs.dids | {op.chain_id for op in cached_ops if op.kind == "content-op"}
@@ -75,9 +76,10 @@ class StateView:
             beacon_dids=_uncached(needs.beacon_dids, self._beacons),
             pairs=_uncached(needs.pairs, self._pairs),
             token_hashes=_uncached(needs.token_hashes, self._rejections),
+            count_pending=count_pending,
         )
         if query.is_empty():
-            return
+            return None
         rows = await self.session.read_state(query)
         for cid in query.cids:
             self._ops[cid] = rows.operations.get(cid)
@@ -98,6 +100,7 @@ class StateView:
             self._pairs[pair] = pair in rows.pairs
         for token_hash in query.token_hashes:
             self._rejections[token_hash] = rows.rejections.get(token_hash)
+        return rows.pending
 
     # reads -------------------------------------------------------------------
     def operation(self, cid: str) -> OperationRecord | None:

@@ -99,7 +99,9 @@ class Queries:
         "UNION ALL SELECT 'p', target_cid, witness_did, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM countersigs WHERE target_cid = ANY(CAST(? AS text[])) "
         "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL "
-        "FROM rejections WHERE token_hash = ANY(CAST(? AS text[]))"
+        "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
+        "UNION ALL SELECT 'n', CAST(COUNT(*) AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
+        "NULL FROM raw_ops WHERE waits_for IS NOT NULL AND CAST(? AS boolean)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

@@ -139,6 +139,8 @@ def state_rows(tagged: Sequence[Row], wanted_pairs: Collection[tuple[str, str]])
             out.pairs.add((row[1], row[2]))
         elif tag == "r":
             out.rejections[row[1]] = rejection_record(row[1:4])
+        elif tag == "n":
+            out.pending = int(row[1])
     out.pairs &= set(wanted_pairs)
     for _, key in sorted(keys, key=lambda item: item[0]):  # history order
         out.identity_keys.setdefault(key.did, []).append(key)

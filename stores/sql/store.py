@@ -44,6 +44,10 @@ class SqlStore:
     def _writing(self) -> AbstractAsyncContextManager[Conn]:
         raise NotImplementedError
 
+    def _writing_one(self) -> AbstractAsyncContextManager[Conn]:
+        """A connection for a write of *one* statement, atomic on its own."""
+        return self._writing()
+
     async def _one(self, sql: str, params: Sequence[object]) -> R.Row | None:
         async with self._reading() as conn:
             rows = await conn.fetch(sql, params)
@@ -115,12 +119,13 @@ class SqlStore:
     async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
         if not ops:
             return
-        async with self._writing() as conn:
-            if self._d.arrays:
-                cids, tokens = zip(*ops, strict=True)
+        if self._d.arrays:
+            cids, tokens = zip(*ops, strict=True)
+            async with self._writing_one() as conn:
                 await conn.execute(self._q.put_raw_arrays, (list(cids), list(tokens)))
-            else:
-                await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
+            return
+        async with self._writing() as conn:
+            await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
 
     async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
         async with self._reading() as conn:

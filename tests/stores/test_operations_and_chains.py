@@ -230,6 +230,7 @@ async def test_read_state_answers_a_whole_round_and_follows_content_links(
     assert rows.beacons == {"did:dfos:c": beacon}
     assert rows.pairs == {("g1", "did:dfos:w")}
     assert rows.rejections == {"h1": rejection}
+    assert rows.pending is None  # not asked
     async with opened.sequencing() as s:
         empty = await s.read_state(StateQuery())
     assert not (empty.operations or empty.chains or empty.identity_keys or empty.pairs)

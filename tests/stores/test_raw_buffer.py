@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from stores.base import CommitBatch, PendingOp, RelayStore
+from stores.base import CommitBatch, PendingOp, RelayStore, StateQuery
 from tests.stores.conftest import append, commit, op
 
 
@@ -60,6 +60,7 @@ async def test_waiting_ops_are_indexed_by_dependency(opened: RelayStore) -> None
     assert await opened.count_unsequenced() == 2
     async with opened.sequencing() as s:
         assert await s.count_pending() == 2
+        assert (await s.read_state(StateQuery(count_pending=True))).pending == 2
         assert await s.take_waiting(["op:p2"]) == [PendingOp("w2", "tok.w2", "op:p2")]
         assert await s.take_waiting(["did:dfos:x"]) == [waiting["w3"]]
 
