@@ -241,9 +241,6 @@ class ProofReader(Protocol):
     async def get_identity_keys(
         self, dids: Collection[str]
     ) -> dict[str, list[IdentityKeyRecord]]: ...
-    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
-        """The subset of ``cids`` already sequenced (in the log)."""
-        ...
 
 
 class SequencingSession(Protocol):
@@ -269,8 +266,10 @@ class SequencingSession(Protocol):
 
 
 class RawOpBuffer(Protocol):
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
-        """Buffer (cid, token) pairs before verification; idempotent."""
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
+        """Buffer (cid, token) pairs before verification; idempotent.
+
+        Returns the CIDs that are already sequenced (those are not buffered)."""
         ...
 
     async def get_unsequenced(

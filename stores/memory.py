@@ -103,9 +103,6 @@ class MemoryStore:
     async def log_length(self) -> int:
         return len(self._log)
 
-    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
-        return {c for c in cids if c in self._ops}
-
     # sequencing ------------------------------------------------------------
     @asynccontextmanager
     async def sequencing(self) -> AsyncIterator[MemoryStore]:
@@ -178,10 +175,14 @@ class MemoryStore:
             self._waiters.get(old.waits_for, set()).discard(cid)
 
     # raw buffer ------------------------------------------------------------
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
+        sequenced = set()
         for cid, token in ops:
-            if cid not in self._ops:
+            if cid in self._ops:
+                sequenced.add(cid)
+            else:
                 self._raw.setdefault(cid, token)
+        return sequenced
 
     async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
         cids = sorted(self._raw)

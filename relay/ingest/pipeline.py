@@ -111,8 +111,8 @@ class Ingestor:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
-            await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
-            submitted = await precheck_submitted(submitted, self._store)
+            known = await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
+            submitted = await precheck_submitted(submitted, known, self._store)
         outcomes, sequenced = await self._run(submitted)
         await self._notify(sequenced, source)
         return [
@@ -181,6 +181,9 @@ class _Sequencing:
         self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
         self._waiting: dict[str, set[str]] = defaultdict(set)
         self._room = max_pending
+        # Ops waiting in the store's buffer when the session began; the
+        # session holds the sequencing lock, so if none were, none appear.
+        self._buffered_waiting = 0
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -189,7 +192,8 @@ class _Sequencing:
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
             if first:
-                self._room -= pending or 0
+                self._buffered_waiting = pending or 0
+                self._room -= self._buffered_waiting
                 first = False
             woken: list[str] = []
             for index, sub in round_:
@@ -265,7 +269,8 @@ class _Sequencing:
             for cid in self._waiting.pop(key, ()):
                 index, sub, _ = self._parked.pop(cid)
                 next_round[cid] = (index, sub)
-        for pending in await self.view.session.take_waiting(keys):
+        stored = await self.view.session.take_waiting(keys) if self._buffered_waiting else []
+        for pending in stored:
             cid = pending.cid
             # What this session learnt about an op is fresher than the buffer's note.
             if cid in next_round or cid in self._parked or cid in self.view.batch.resolved_cids:

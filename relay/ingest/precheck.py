@@ -11,7 +11,7 @@ of the same request; the session still decides whether the key is valid.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from relay.protocol import (
@@ -31,13 +31,12 @@ KeyIndex = dict[str, dict[str, set[bytes]]]  # did -> key id -> raw public keys
 
 
 async def precheck_submitted(
-    submitted: Sequence[tuple[int, Submitted]], store: ProofReader
+    submitted: Sequence[tuple[int, Submitted]], sequenced: Collection[str], store: ProofReader
 ) -> list[tuple[int, Submitted]]:
     """``submitted`` with CIDs derived and signatures checked where a key is known.
 
-    Ops already sequenced are left alone: they will answer ``duplicate``."""
-    known = await store.sequenced_cids({sub.cid for _, sub in submitted})
-    fresh = [(i, sub) for i, sub in submitted if sub.cid not in known]
+    Ops already ``sequenced`` are left alone: they will answer ``duplicate``."""
+    fresh = [(i, sub) for i, sub in submitted if sub.cid not in sequenced]
     if not fresh:
         return list(submitted)
     keys: KeyIndex = defaultdict(lambda: defaultdict(set))

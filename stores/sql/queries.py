@@ -151,11 +151,13 @@ class Queries:
         "waits_for = excluded.waits_for, taken = 0) "
         "SELECT 1"
     )
+    # buffers the new ones and answers the CIDs already sequenced
     put_raw_arrays: str = (
-        "INSERT INTO raw_ops (cid, token) SELECT u.cid, u.token "
-        "FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS u(cid, token) "
-        "WHERE NOT EXISTS (SELECT 1 FROM ops WHERE ops.cid = u.cid) "
-        "ON CONFLICT (cid) DO NOTHING"
+        "WITH u AS (SELECT u.cid, u.token, EXISTS (SELECT 1 FROM ops WHERE ops.cid = u.cid) "
+        "AS sequenced FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS u(cid, token)), "
+        "buffered AS (INSERT INTO raw_ops (cid, token) SELECT cid, token FROM u "
+        "WHERE NOT sequenced ON CONFLICT (cid) DO NOTHING) "
+        "SELECT cid FROM u WHERE sequenced"
     )
     # raw buffer (never re-buffer an op that is already sequenced)
     put_raw: str = (

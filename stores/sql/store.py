@@ -106,9 +106,6 @@ class SqlStore:
             out.setdefault(r[0], []).append(R.key_record(r))
         return out
 
-    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
-        return {str(r[0]) for r in await self._fetch_in(self._q.known_cids, cids)}
-
     async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
         if not values:
             return []
@@ -116,16 +113,18 @@ class SqlStore:
             return await conn.fetch(sql, (self._d.lst(values),))
 
     # raw buffer ------------------------------------------------------------
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> None:
+    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
         if not ops:
-            return
+            return set()
         if self._d.arrays:
             cids, tokens = zip(*ops, strict=True)
             async with self._writing_one() as conn:
-                await conn.execute(self._q.put_raw_arrays, (list(cids), list(tokens)))
-            return
+                rows = await conn.fetch(self._q.put_raw_arrays, (list(cids), list(tokens)))
+            return {str(r[0]) for r in rows}
         async with self._writing() as conn:
             await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
+            rows = await conn.fetch(self._q.known_cids, (self._d.lst({c for c, _ in ops}),))
+        return {str(r[0]) for r in rows}
 
     async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
         async with self._reading() as conn:

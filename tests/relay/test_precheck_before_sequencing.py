@@ -48,7 +48,7 @@ async def test_ops_signed_by_stored_and_same_request_keys_are_prechecked(
     b.content_create(alice)  # alice's key is in the store
     bob = b.identity()
     b.beacon(bob)  # bob's key arrives in this very request
-    checked = await precheck_submitted(_submitted(b.tokens), store)
+    checked = await precheck_submitted(_submitted(b.tokens), set(), store)
     for _, sub in checked:
         assert sub.decoded.verified_key is not None, sub.kind
         assert sub.decoded.payload_cid is not None
@@ -62,7 +62,10 @@ async def test_sequenced_ops_are_not_prechecked_again(
     b = WorkloadBuilder(seed=72, start_ms=PAST_MS)
     b.identity()
     await post(client, b.tokens)
-    [(_, sub)] = await precheck_submitted(_submitted(b.tokens), store)
+    submitted = _submitted(b.tokens)
+    sequenced = await store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
+    assert sequenced == {submitted[0][1].cid}
+    [(_, sub)] = await precheck_submitted(submitted, sequenced, store)
     assert sub.decoded.verified_key is None and sub.decoded.payload_cid is None
 
 
@@ -99,7 +102,7 @@ async def test_two_tokens_under_one_cid_are_prechecked_apart(
     b.identity()
     good = b.tokens[0]
     forged = good[:-3] + "AAA"
-    checked = await precheck_submitted(_submitted([good, forged]), store)
+    checked = await precheck_submitted(_submitted([good, forged]), set(), store)
     assert checked[0][1].decoded.verified_key is not None
     assert checked[1][1].decoded.verified_key is None
     assert statuses(await post(client, [good, forged])) == ["new", "rejected"]

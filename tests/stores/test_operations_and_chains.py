@@ -70,12 +70,6 @@ async def test_identity_keys_are_unique_and_kept_in_order(opened: RelayStore) ->
     assert await opened.get_identity_keys([]) == {}
 
 
-async def test_sequenced_cids_names_the_ops_already_in_the_log(opened: RelayStore) -> None:
-    await append(opened, op("c1"), op("c2", parent="c1", at=2))
-    assert await opened.sequenced_cids(["c1", "c2", "c9"]) == {"c1", "c2"}
-    assert await opened.sequenced_cids([]) == set()
-
-
 async def test_beacons_upsert_latest(opened: RelayStore) -> None:
     first = BeaconRecord("did:dfos:a", "b1", "tok.b1", 1)
     second = BeaconRecord("did:dfos:a", "b2", "tok.b2", 2)

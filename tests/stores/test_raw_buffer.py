@@ -19,11 +19,12 @@ async def test_put_raw_ops_is_idempotent(opened: RelayStore) -> None:
 
 
 async def test_sequenced_ops_are_not_rebuffered(opened: RelayStore) -> None:
-    await opened.put_raw_ops([("c1", "tok.c1")])
+    assert await opened.put_raw_ops([("c1", "tok.c1")]) == set()
     await append(opened, op("c1"))  # resolves c1
     assert await opened.count_unsequenced() == 0
-    await opened.put_raw_ops([("c1", "tok.c1")])
-    assert await opened.count_unsequenced() == 0
+    # it answers which ops are already sequenced, and does not buffer them
+    assert await opened.put_raw_ops([("c1", "tok.c1"), ("c2", "tok.c2")]) == {"c1"}
+    assert [p.cid for p in await opened.get_unsequenced(10)] == ["c2"]
 
 
 async def test_get_unsequenced_pages_by_cid(opened: RelayStore) -> None:
