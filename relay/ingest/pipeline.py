@@ -4,12 +4,15 @@
 1. Decode and classify every token; malformed ones are rejected on their own
    line. Well-formed tokens are buffered raw (idempotent) before anything is
    verified.
-2. In one serialized sequencing session: sort by dependency priority,
+2. Precheck, outside any lock: derive CIDs and check signatures against the
+   keys the signers are known to hold (``precheck.py``), so the serialized
+   pass below spends its time on chain rules, not on cryptography.
+3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
    verifies. Ops that miss a dependency wait *indexed by that dependency*;
    each accepted op wakes only its own dependants (from this request and
    from the persistent buffer), which form the next round. No rescans.
-3. Commit the session atomically, then tell listeners (gossip) what is new.
+4. Commit the session atomically, then tell listeners (gossip) what is new.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.

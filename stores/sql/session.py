@@ -2,9 +2,11 @@
 
 A ``SqlSession`` runs inside a transaction the backend opened (and locked:
 BEGIN IMMEDIATE on SQLite, an advisory transaction lock on Postgres). Each
-batch read is one query whatever the size of the collection. ``commit``
-writes the whole ``CommitBatch`` with one statement per table (executemany)
-and ends the transaction through the backend's ``end`` callback; if any
+batch read is one query whatever the size of the collection. On Postgres,
+where every round trip is spent holding the cross-process lock, a round's
+reads (``read_state``) and the whole commit are one statement each; SQLite
+runs a statement per table (in-process, a round trip costs next to nothing).
+``commit`` ends the transaction through the backend's ``end`` callback; if any
 statement fails, the transaction is rolled back at once — nothing of the
 batch lands. A session that ends without ``commit`` is rolled back.
 
