@@ -1,10 +1,12 @@
 """Convergence check over relay log dumps, as PySpark jobs (issue 6).
 
 Modules: ``dumps`` (read and validate JSON Lines dumps), ``replay`` (decode
-JWS in Spark columns, per-relay DAG tips and heads), ``verify`` (independent
-re-verification reusing ``relay.protocol``), ``report`` (difference tables,
-JSON report, summary) and ``convergence`` (the entry point, also runnable by
-``spark-submit``).
+JWS payloads in Spark columns, per-relay DAG tips and heads), ``tokens`` (the
+one shuffle: each distinct entry once, with a bitmask of the relays holding
+it), ``compare`` (difference tables), ``verify`` and ``verify_ops``
+(independent re-verification reusing ``relay.protocol``), ``report`` (JSON
+report, summary, Parquet) and ``convergence`` (the entry point, also
+runnable by ``spark-submit``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Difference tables between relays (WEB-RELAY.md "Convergence").
 
-Role: from the decoded entries of all relays, derive in Spark columns
+Role: from the token table of all relays (``spark.tokens``: one row per
+distinct entry with the relays holding it), derive in Spark columns
 - ``relay_stats``: per relay, entries, ops by kind and chains by kind;
 - ``partial_ops``: ops held by only some relays (``heldBy``, ``lackedBy``),
   countersignatures annotated with who holds their target;
@@ -18,6 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark.replay import CHAIN_KINDS
+from spark.tokens import held_by
 
 __all__ = ["chain_table", "holdings", "partial_ops", "relay_stats", "token_conflicts"]
 
@@ -26,44 +28,52 @@ def _relays(relays: list[str]) -> Column:
     return F.array(*[F.lit(r) for r in sorted(relays)])
 
 
-def relay_stats(decoded: DataFrame, heads: DataFrame) -> DataFrame:
-    """``relay, kind, ops, chains`` (chains only for chain kinds)."""
-    ops = decoded.groupBy("relay", "kind").agg(F.countDistinct("cid").alias("ops"))
+def relay_stats(table: DataFrame, heads: DataFrame, relays: list[str]) -> DataFrame:
+    """``relay, kind, ops, chains`` (chains only for chain kinds); ``ops``
+    counts distinct CIDs. ``table`` is the token table (``spark.tokens``),
+    partitioned by cid, so the per-relay distinct CIDs need no shuffle."""
+    held = table.select("cid", "kind", F.explode(held_by(relays)).alias("relay"))
+    ops = held.dropDuplicates(["cid", "kind", "relay"]).groupBy("relay", "kind").agg(
+        F.count("*").alias("ops")
+    )
     chains = heads.groupBy("relay", "kind").agg(F.count("*").alias("chains"))
     return ops.join(chains, ["relay", "kind"], "left").fillna(0, ["chains"])
 
 
-def holdings(decoded: DataFrame) -> DataFrame:
-    """One row per CID (one shuffle shared by ``partial_ops`` and
-    ``token_conflicts``): ``cid, kind, chainId, targetCid, heldBy, variants``
-    with variants = [{tokenHash, servedBy}] sorted by tokenHash."""
-    served = F.array_sort(F.collect_set(F.struct("tokenHash", "relay")))
-    hashes = F.array_distinct(F.transform("served", lambda s: s["tokenHash"]))
+def holdings(table: DataFrame, relays: list[str]) -> DataFrame:
+    """One row per CID (shared by ``partial_ops``, ``token_conflicts`` and
+    ``--verify``): ``cid, kind, chainId, targetCid, [author,] heldBy,
+    variants`` with variants = [{tokenHash, servedBy}] sorted by tokenHash
+    (``author`` when ``table`` has it). ``table`` is the token table, already
+    partitioned by cid: no shuffle."""
+    served = F.col("served")
+    hashes = F.array_sort(F.array_distinct(F.transform(served, lambda s: s["tokenHash"])))
+
+    def relays_of(entries: Column) -> Column:
+        return F.array_sort(F.array_distinct(F.flatten(F.transform(entries, lambda s: s["by"]))))
+
     variants = F.transform(
         hashes,
         lambda h: F.struct(
             h.alias("tokenHash"),
-            F.array_sort(
-                F.array_distinct(
-                    F.transform(
-                        F.filter("served", lambda s: s["tokenHash"] == h), lambda s: s["relay"]
-                    )
-                )
-            ).alias("servedBy"),
+            relays_of(F.filter(served, lambda s: s["tokenHash"] == h)).alias("servedBy"),
         ),
     )
-    held = decoded.groupBy("cid").agg(
+    extra = [c for c in ("author",) if c in table.columns]
+    held = table.groupBy("cid").agg(
         F.first("kind").alias("kind"),
         F.first("chainId").alias("chainId"),
         F.first("targetCid").alias("targetCid"),
-        served.alias("served"),
+        *[F.first(c).alias(c) for c in extra],
+        F.collect_list(F.struct("tokenHash", held_by(relays).alias("by"))).alias("served"),
     )
     return held.select(
         "cid",
         "kind",
         "chainId",
         "targetCid",
-        F.array_sort(F.array_distinct(F.transform("served", lambda s: s["relay"]))).alias("heldBy"),
+        *extra,
+        relays_of(served).alias("heldBy"),
         variants.alias("variants"),
     )
 

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "get_session", "run_convergence", "run_job"]
 
-DEFAULT_SHUFFLE_PARTITIONS = 8
+DEFAULT_SHUFFLE_PARTITIONS = 4
+LOCAL_DRIVER_MEMORY = "3g"
+_VERIFY_ONLY = ("jwsToken", "did", "author")
 DEFAULT_MAX_LISTED = 1000
 EXIT_AGREE, EXIT_DIVERGED, EXIT_BAD_INPUT = 0, 1, 2
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,17 +49,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def get_session(master: str | None, shuffle_partitions: int) -> SparkSession:
-    """Get or create the session; Python workers use this interpreter and tree."""
+def get_session(
+    master: str | None, shuffle_partitions: int, conf: dict[str, str] | None = None
+) -> SparkSession:
+    """Get or create the session; Python workers use this interpreter and tree.
+
+    A local master gets ``LOCAL_DRIVER_MEMORY`` unless the caller sets
+    ``spark.driver.memory`` (the decoded entries are cached in the driver's
+    JVM). ``conf`` only applies when this call starts the JVM.
+    """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     path = os.environ.get("PYTHONPATH", "")
     if _ROOT not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, path) if p)
+    settings = dict(conf or {})
+    if master and master.startswith("local"):
+        settings.setdefault("spark.driver.memory", LOCAL_DRIVER_MEMORY)
     builder = SparkSession.builder.appName("dfos-convergence")
     if master:
         builder = builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     configure(spark, shuffle_partitions)
     return spark
@@ -68,39 +82,43 @@ def configure(spark: SparkSession, shuffle_partitions: int) -> None:
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     # Malformed base64 or timestamps become nulls rather than failing the job.
     spark.conf.set("spark.sql.ansi.enabled", "false")
+    # Per-CID aggregations collect a few variants per key: keep them in the
+    # hash map instead of sorting after 128 keys (about 2.5x faster here).
+    spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
 
 
 def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
     """Read, replay, compare (and verify); return the report. Raises InputError."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from spark.compare import chain_table, holdings, partial_ops, relay_stats, token_conflicts
     from spark.dumps import check_entries, parse_dump_args, read_entries
     from spark.replay import chain_heads, decode_entries
     from spark.report import Tables, build_report, write_parquet
+    from spark.tokens import token_table
 
     specs = parse_dump_args(args.dumps)
     relays = [s.relay for s in specs]
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or args.shuffle_partitions)
     entries = read_entries(spark, specs).withColumn("tokenHash", F.sha2("jwsToken", 256))
-    decoded = decode_entries(entries)
-    # One read: the decoded entries are cached once (tokens only when --verify
-    # needs them) and the validation job is the one that materializes them.
-    if not args.verify:
-        decoded = decoded.drop("jwsToken")
-    cached = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+    # Tokens, signers and authors only travel when --verify needs them.
+    decoded = decode_entries(entries).drop(*([] if args.verify else _VERIFY_ONLY))
+    # The one pass over the input: every later table reads this cached one.
+    table = token_table(decoded, relays, partitions).cache()
     try:
-        check_entries(spark, specs, cached)
-        slim: DataFrame = cached.drop("ok", "jwsToken")
-        heads = chain_heads(slim).cache()
-        held = holdings(slim).cache()
+        check_entries(spark, specs, table)
+        slim: DataFrame = table.drop("ok", "jwsToken", "did")
+        heads = chain_heads(slim, relays).cache()
+        held = holdings(slim, relays).cache()
         partial = partial_ops(held, relays).cache()
         tables = Tables(
-            stats=relay_stats(slim, heads).cache(),
+            stats=relay_stats(slim, heads, relays),
             chains=chain_table(heads, partial, relays).cache(),
             partial=partial,
-            conflicts=token_conflicts(held).cache(),
-            invalid=_invalid(spark, cached.drop("ok")) if args.verify else None,
+            conflicts=token_conflicts(held),
+            invalid=_invalid(spark, table.drop("ok"), held, relays, partitions)
+            if args.verify
+            else None,
         )
         report = build_report(tables, relays, args.max_listed)
         if args.parquet:
@@ -110,11 +128,13 @@ def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
         spark.catalog.clearCache()
 
 
-def _invalid(spark: SparkSession, decoded: DataFrame) -> DataFrame:
+def _invalid(
+    spark: SparkSession, table: DataFrame, held: DataFrame, relays: list[str], partitions: int
+) -> DataFrame:
     from spark.verify import invalid_ops
     from spark.verify_ops import now_ms
 
-    return invalid_ops(spark, decoded, now_ms()).cache()
+    return invalid_ops(spark, table, held, relays, partitions, now_ms()).cache()
 
 
 def run_convergence(argv: list[str], spark: SparkSession | None = None) -> int:

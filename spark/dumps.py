@@ -6,6 +6,9 @@ directory, gzip read directly) into one DataFrame of
 every non-blank line is a JSON object with the four string fields and a known
 kind, otherwise ``InputError`` names the file and line. Line numbers are only
 computed on that error path, so the hot path stays in Spark's JSON reader.
+Known gap of that reader: a line holding a JSON array of entry objects is
+read as those entries rather than rejected (Spark's JSON source treats a
+top-level array as several records).
 
 Not checked here: tokens are not decoded (``replay``) nor verified (``verify``).
 """
@@ -35,6 +38,7 @@ KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
 ENTRY_SCHEMA = StructType(
     [StructField(name, StringType()) for name in ("cid", "jwsToken", "kind", "chainId")]
 )
+_READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
 
@@ -85,58 +89,77 @@ def parse_dump_args(args: list[str]) -> list[DumpSpec]:
     return specs
 
 
-def _read_one(spark: SparkSession, spec: DumpSpec) -> DataFrame:
-    text = spark.read.text(spec.path)
-    return text.select(
-        F.lit(spec.relay).alias("relay"),
-        F.input_file_name().alias("file"),
-        F.col("value").alias("line"),
+def _read_one(spark: SparkSession, spec: DumpSpec, index: int) -> DataFrame:
+    """One dump through Spark's JSON Lines reader (Jackson over the raw
+    bytes: about 2x faster than ``from_json`` over text lines, and each line
+    is parsed once). A line that is not JSON lands in ``_corrupt``."""
+    entries = (
+        spark.read.schema(_READ_SCHEMA)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt")
+        .json(spec.path)
     )
-
-
-def _parsed(raw: DataFrame) -> DataFrame:
-    entry = F.from_json("line", ENTRY_SCHEMA)
     valid = (
-        entry.isNotNull()
-        & entry["cid"].isNotNull()
-        & entry["jwsToken"].isNotNull()
-        & entry["chainId"].isNotNull()
-        & entry["kind"].isin(*KINDS)
+        F.col("_corrupt").isNull()
+        & F.col("cid").isNotNull()
+        & F.col("jwsToken").isNotNull()
+        & F.col("chainId").isNotNull()
+        & F.col("kind").isin(*KINDS)
     )
-    return raw.where(F.trim("line") != "").select(
-        "relay", "file", "line", entry.alias("e"), F.coalesce(valid, F.lit(False)).alias("ok")
+    return entries.select(
+        F.lit(spec.relay).alias("relay"),
+        F.lit(index).alias("relayIndex"),
+        F.coalesce(valid, F.lit(False)).alias("ok"),
+        "cid",
+        "jwsToken",
+        "kind",
+        "chainId",
     )
 
 
 def read_entries(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
-    """All lines of all dumps, parsed but not checked: ``relay, ok, cid,
-    jwsToken, kind, chainId`` (``ok`` false for a malformed line).
+    """All entries of all dumps, parsed but not checked: ``relay, relayIndex,
+    ok, cid, jwsToken, kind, chainId`` (``ok`` false for a malformed line;
+    ``relayIndex`` is the relay's position among the sorted relay names).
 
     Lets the caller validate in the same pass that decodes (``check_entries``
-    over its cached result), so the input is read once.
+    over its result), so the input is read once. Blank lines are skipped.
     """
+    order = {name: i for i, name in enumerate(sorted(s.relay for s in specs))}
     try:
-        raw = reduce(DataFrame.unionByName, (_read_one(spark, s) for s in specs))
+        parts = [_read_one(spark, s, order[s.relay]) for s in specs]
     except Exception as exc:  # Spark raises AnalysisException for unreadable paths
         raise InputError(f"cannot read dumps: {str(exc).splitlines()[0]}") from exc
-    return _parsed(raw).select("relay", "ok", "e.cid", "e.jwsToken", "e.kind", "e.chainId")
+    return reduce(DataFrame.unionByName, parts)
 
 
 def check_entries(spark: SparkSession, specs: list[DumpSpec], entries: DataFrame) -> None:
-    """Raise ``InputError`` naming file and line when ``entries`` (of
-    ``read_entries``) has a malformed line; one aggregation over ``entries``."""
-    bad = entries.agg(F.min(F.when(~F.col("ok"), F.col("relay"))).alias("relay")).collect()
-    relay = bad[0]["relay"]
-    if relay is None:
+    """Raise ``InputError`` naming file and line when ``entries`` has a
+    malformed line. ``entries`` is ``read_entries`` (or a table derived from
+    it that keeps ``ok`` and either ``relay`` or the relay bitmask words of
+    ``spark.tokens``); one small Spark job."""
+    from spark.tokens import held_by
+
+    names = sorted(s.relay for s in specs)
+    relay = F.col("relay") if "relay" in entries.columns else held_by(names).getItem(0)
+    bad = entries.where(~F.col("ok")).select(relay.alias("relay")).limit(1).collect()
+    if not bad:
         return
-    spec = next(s for s in specs if s.relay == relay)
-    found = _parsed(_read_one(spark, spec)).where(~F.col("ok")).select("file").limit(1).collect()
+    spec = next(s for s in specs if s.relay == bad[0]["relay"])
+    found = (
+        _read_one(spark, spec, 0)
+        .where(~F.col("ok"))
+        .select(F.input_file_name().alias("file"))
+        .limit(1)
+        .collect()
+    )
     file = found[0]["file"] if found else spec.path
-    raise InputError(_locate_malformed(spark, relay, file))
+    raise InputError(_locate_malformed(spark, spec.relay, file))
 
 
 def load_dumps(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
-    """All entries of all dumps: ``relay, cid, jwsToken, kind, chainId``.
+    """All entries of all dumps: ``relay, relayIndex, cid, jwsToken, kind,
+    chainId``.
 
     Raises ``InputError`` when a dump has a malformed line (validation runs
     one Spark job over the input).

@@ -1,19 +1,23 @@
 """The convergence report: JSON document, stdout summary, Parquet tables.
 
 Role: collect the difference tables (``compare``, ``verify``) into one
-JSON-able dict. Lists are capped at ``max_listed`` items each (the totals are
-always exact; ``--parquet`` writes the complete tables). ``converged`` is
-true when every relay holds the same ops with the same tokens and the same
-head for every chain; ``verified`` (with ``--verify``) when no op is invalid.
+JSON-able dict, with one Spark action (totals, relay stats and the listed
+rows of every table travel as JSON text in one union). Lists are capped at
+``max_listed`` items each (the totals are always exact; ``--parquet``
+writes the complete tables). ``converged`` is true when every relay holds
+the same ops with the same tokens and the same head for every chain;
+``verified`` (with ``--verify``) when no op is invalid.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 
 __all__ = ["Tables", "build_report", "summary", "write_parquet"]
 
@@ -37,17 +41,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _listed(df: DataFrame, order: list[str], limit: int) -> tuple[int, list[dict[str, Any]]]:
-    rows = df.orderBy(*order).limit(limit + 1).collect()
-    total = len(rows) if len(rows) <= limit else df.count()
-    return total, [_plain(r) for r in rows[:limit]]
+def _as_json(section: str, df: DataFrame) -> DataFrame:
+    """``section, row``: each row of ``df`` as JSON text (nulls kept)."""
+    row = F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"})
+    return df.select(F.lit(section).alias("section"), row.alias("row"))
 
 
-def _relays(stats: DataFrame, relays: list[str]) -> list[dict[str, Any]]:
+def _relays(stats: list[dict[str, Any]], relays: list[str]) -> list[dict[str, Any]]:
     per: dict[str, dict[str, Any]] = {
         r: {"name": r, "ops": 0, "opsByKind": {}, "chainsByKind": {}} for r in relays
     }
-    for row in stats.collect():
+    for row in stats:
         entry = per[row["relay"]]
         entry["ops"] += row["ops"]
         entry["opsByKind"][row["kind"]] = row["ops"]
@@ -56,35 +60,68 @@ def _relays(stats: DataFrame, relays: list[str]) -> list[dict[str, Any]]:
     return [per[r] for r in sorted(relays)]
 
 
+def _collect(
+    tables: Tables, listed: dict[str, tuple[DataFrame, list[str]]], limit: int
+) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
+    """One Spark job for the whole report: every total, the relay stats and
+    the first ``limit`` rows of every listed table (sorted by its key)."""
+    totals = [
+        df.agg(F.count(F.lit(1)).alias("n")).select(F.lit(name).alias("name"), "n")
+        for name, (df, _) in listed.items()
+    ]
+    all_chains = tables.chains.agg(F.count(F.lit(1)).alias("n")).select(
+        F.lit("chains").alias("name"), "n"
+    )
+    parts = [
+        _as_json("totals", reduce(DataFrame.unionByName, [all_chains, *totals])),
+        _as_json("stats", tables.stats),
+        *[_as_json(name, df.orderBy(*order).limit(limit)) for name, (df, order) in listed.items()],
+    ]
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in ("totals", "stats", *listed)}
+    for row in reduce(DataFrame.unionByName, parts).collect():
+        rows[row["section"]].append(json.loads(row["row"]))
+    counts = {r["name"]: r["n"] for r in rows.pop("totals")}
+    for name, (_, order) in listed.items():
+        rows[name] = [_plain(r) for r in sorted(rows[name], key=lambda r: _order_key(r, order))]
+    return counts, rows
+
+
+def _order_key(row: dict[str, Any], order: list[str]) -> list[tuple[bool, str]]:
+    # Spark's order: nulls first, strings by UTF-8 bytes (= code points).
+    return [(row[k] is not None, row[k] or "") for k in order]
+
+
 def build_report(tables: Tables, relays: list[str], max_listed: int) -> dict[str, Any]:
-    divergent = tables.chains.where("size(reasons) > 0")
-    total_chains = tables.chains.count()
-    n_divergent, divergent_rows = _listed(divergent, ["chainId"], max_listed)
-    n_partial, partial_rows = _listed(tables.partial, ["chainId", "cid"], max_listed)
     cs_partial = tables.partial.where(
         "kind = 'countersign' AND (targetHeldBy IS NULL OR size(targetHeldBy) < "
         f"{len(relays)})"
     )
-    n_cs, cs_rows = _listed(cs_partial, ["cid"], max_listed)
-    n_conflicts, conflict_rows = _listed(tables.conflicts, ["cid"], max_listed)
+    listed = {
+        "divergent": (tables.chains.where("size(reasons) > 0"), ["chainId"]),
+        "partial": (tables.partial, ["chainId", "cid"]),
+        "cs": (cs_partial, ["cid"]),
+        "conflicts": (tables.conflicts, ["cid"]),
+    }
+    if tables.invalid is not None:
+        listed["invalid"] = (tables.invalid, ["cid", "reason"])
+    n, rows = _collect(tables, listed, max_listed)
     report: dict[str, Any] = {
-        "relays": _relays(tables.stats, relays),
+        "relays": _relays(rows["stats"], relays),
         "chains": {
-            "total": total_chains,
-            "agreed": total_chains - n_divergent,
-            "divergent": n_divergent,
+            "total": n["chains"],
+            "agreed": n["chains"] - n["divergent"],
+            "divergent": n["divergent"],
         },
-        "divergentChains": divergent_rows,
-        "partialOps": {"total": n_partial, "ops": partial_rows},
-        "countersignsWithPartialTarget": {"total": n_cs, "ops": cs_rows},
-        "tokenConflicts": {"total": n_conflicts, "cids": conflict_rows},
+        "divergentChains": rows["divergent"],
+        "partialOps": {"total": n["partial"], "ops": rows["partial"]},
+        "countersignsWithPartialTarget": {"total": n["cs"], "ops": rows["cs"]},
+        "tokenConflicts": {"total": n["conflicts"], "cids": rows["conflicts"]},
         "maxListed": max_listed,
     }
-    report["converged"] = n_divergent == 0 and n_partial == 0 and n_conflicts == 0
+    report["converged"] = n["divergent"] == 0 and n["partial"] == 0 and n["conflicts"] == 0
     if tables.invalid is not None:
-        n_invalid, invalid_rows = _listed(tables.invalid, ["cid", "reason"], max_listed)
-        report["invalidOps"] = {"total": n_invalid, "ops": invalid_rows}
-        report["verified"] = n_invalid == 0
+        report["invalidOps"] = {"total": n["invalid"], "ops": rows["invalid"]}
+        report["verified"] = n["invalid"] == 0
     return report
 
 

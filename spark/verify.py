@@ -1,22 +1,29 @@
 """``--verify``: re-verify every distinct operation, independently of relays.
 
 Role: Spark wiring around ``verify_ops``. Each distinct token (by SHA-256)
-is verified once, whichever relays served it. Identity key histories are
-replayed per DID first; content chains then replay with the histories of
-their signers joined in, and beacons, artifacts and countersignatures verify
-one by one against their signer's history. The relay-level countersignature
-rules (target held by the serving relay, witness is not the target's author,
-one per witness and target) are column joins.
+is verified once, whichever relays served it: it reads the token table
+(``spark.tokens``, one row per distinct entry with the relays holding it),
+and the verdicts are joined back to the relays that served each token.
 
-Output: one row per invalid op and reason: ``cid, kind, chainId, reason,
-servedBy`` (sorted relay names). Python runs only inside ``rdd`` maps.
+Two Python passes, each one shuffle and one ``mapPartitions`` over
+partitions sorted by group (batches of rows, no per-group Python calls):
+
+1. identity ops grouped per DID replay the identity chains and yield each
+   DID's key history (every key it held, and its delete time);
+2. content chains and signer DIDs: each group carries the key histories it
+   needs (joined in Spark: a content chain's signers, a DID's own history)
+   ahead of its ops; content chains replay from the genesis, beacons,
+   artifacts and countersignatures verify one by one.
+
+The relay-level countersignature rules (target held by the serving relay,
+witness is not the target's author, one per witness and target) are column
+joins over the holdings table. Output: one row per invalid op and reason:
+``cid, kind, chainId, reason, servedBy`` (sorted relay names).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -26,12 +33,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from spark.verify_ops import (
-    HistoryResolver,
-    replay_content,
-    replay_identity,
-    verify_partition,
-)
+from spark.tokens import held_by
+from spark.verify_ops import chain_partition, identity_partition
 
 __all__ = ["invalid_ops"]
 
@@ -45,84 +48,87 @@ HISTORY = StructType(
         StructField("did", StringType()),
         StructField("keys", ArrayType(KEY)),
         StructField("deletedAt", LongType()),
-        StructField("results", ArrayType(RESULT)),
+        StructField("errors", ArrayType(RESULT)),
     ]
 )
-_OP_FIELDS = ("cid", "jwsToken", "tokenHash", "kind", "chainId")
+_OP_FIELDS = ("tokenHash", "cid", "jwsToken", "kind", "chainId")
+_STANDALONE = ("beacon", "artifact", "countersign")
 
 
-def _distinct_tokens(decoded: DataFrame) -> DataFrame:
-    return decoded.groupBy("tokenHash").agg(
-        F.first("cid").alias("cid"),
-        F.first("jwsToken").alias("jwsToken"),
-        F.first("kind").alias("kind"),
-        F.first("chainId").alias("chainId"),
-        F.first("did").alias("did"),
+def _grouped(df: DataFrame, partitions: int, key: str, *order: str) -> DataFrame:
+    """One shuffle: hash-partition by ``key``, sort each partition by group."""
+    return df.repartition(partitions, key).sortWithinPartitions(key, *order)
+
+
+def _histories(spark: SparkSession, table: DataFrame, partitions: int, now: int) -> DataFrame:
+    """Pass 1: ``did, keys, deletedAt, errors`` per DID with identity ops."""
+    ops = table.where(F.col("kind") == "identity-op").select(*_OP_FIELDS)
+    rdd = _grouped(ops, partitions, "chainId").rdd.mapPartitions(
+        lambda rows: identity_partition(rows, now)
     )
+    return spark.createDataFrame(rdd, HISTORY, verifySchema=False)
 
 
-def _identity_row(row: Any, now: int) -> tuple[Any, ...]:
-    results, (keys, deleted_at) = replay_identity(row["chainId"], row["ops"], now)
-    return (row["chainId"], keys, deleted_at, results)
-
-
-def _content_rows(row: Any, now: int) -> list[tuple[str, str, str | None]]:
-    histories = {s["did"]: (s["keys"] or [], s["deletedAt"]) for s in row["signers"] or []}
-    return replay_content(row["chainId"], row["ops"], HistoryResolver(histories), now)
-
-
-def _crypto_results(spark: SparkSession, ops: DataFrame, now: int) -> DataFrame:
-    identity = (
-        ops.where(F.col("kind") == "identity-op")
-        .groupBy("chainId")
-        .agg(F.collect_list(F.struct(*_OP_FIELDS)).alias("ops"))
-        .rdd.map(lambda row: _identity_row(row, now))
-    )
-    histories = spark.createDataFrame(identity, HISTORY).cache()
+def _chain_errors(
+    spark: SparkSession, table: DataFrame, histories: DataFrame, partitions: int, now: int
+) -> DataFrame:
+    """Pass 2: ``tokenHash, cid, error`` of invalid content and standalone ops."""
     keys = histories.select("did", "keys", "deletedAt")
-    signers = (
-        ops.where((F.col("kind") == "content-op") & F.col("did").isNotNull())
-        .select("chainId", "did")
-        .distinct()
-        .join(keys, "did")
-        .groupBy("chainId")
-        .agg(F.collect_list(F.struct("did", "keys", "deletedAt")).alias("signers"))
+    content = table.where(F.col("kind") == "content-op")
+    standalone = table.where(F.col("kind").isin(*_STANDALONE))
+    signers = content.where(F.col("did").isNotNull()).select("chainId", "did").distinct()
+    op_cols: list[Column | str] = [F.lit(1).alias("rowType"), *_OP_FIELDS, "did"]
+    none = [F.lit(None).cast("string").alias(c) for c in _OP_FIELDS]
+    rows = (
+        content.select(F.concat(F.lit("c|"), "chainId").alias("gkey"), *op_cols)
+        .unionByName(
+            standalone.select(
+                F.concat(F.lit("d|"), F.coalesce("did", F.lit(""))).alias("gkey"), *op_cols
+            ),
+        )
+        .withColumn("keys", F.lit(None).cast(ArrayType(KEY)))
+        .withColumn("deletedAt", F.lit(None).cast(LongType()))
+        .unionByName(
+            signers.join(keys, "did").select(
+                F.concat(F.lit("c|"), "chainId").alias("gkey"), F.lit(0).alias("rowType"),
+                *none, "did", "keys", "deletedAt",
+            )
+        )
+        .unionByName(
+            keys.select(
+                F.concat(F.lit("d|"), "did").alias("gkey"), F.lit(0).alias("rowType"),
+                *none, "did", "keys", "deletedAt",
+            )
+        )
     )
-    content = (
-        ops.where(F.col("kind") == "content-op")
-        .groupBy("chainId")
-        .agg(F.collect_list(F.struct(*_OP_FIELDS)).alias("ops"))
-        .join(signers, "chainId", "left")
-        .rdd.flatMap(lambda row: _content_rows(row, now))
-    )
-    standalone = (
-        ops.where(F.col("kind").isin("beacon", "artifact", "countersign"))
-        .join(keys.withColumn("hasChain", F.lit(True)), "did", "left")
-        .rdd.mapPartitions(lambda rows: verify_partition(rows, now))
-    )
-    return (
-        histories.select(F.explode("results").alias("r"))
-        .select("r.*")
-        .unionByName(spark.createDataFrame(content, RESULT))
-        .unionByName(spark.createDataFrame(standalone, RESULT))
-    )
+    grouped = _grouped(rows, partitions, "gkey", "rowType")
+    rdd = grouped.rdd.mapPartitions(lambda batch: chain_partition(batch, now))
+    return spark.createDataFrame(rdd, RESULT, verifySchema=False)
 
 
-def _countersign_rules(decoded: DataFrame) -> DataFrame:
+def _countersign_rules(table: DataFrame, held: DataFrame, relays: list[str]) -> DataFrame:
     """Relay-level checks, per serving relay: ``cid, relay, reason``."""
-    cs = decoded.where(F.col("kind") == "countersign").select(
-        "relay", "cid", "targetCid", F.col("did").alias("witness")
+    cs = table.where(F.col("kind") == "countersign").select(
+        F.explode(held_by(relays)).alias("relay"),
+        "cid",
+        "targetCid",
+        F.col("did").alias("witness"),
     )
-    held = decoded.select("relay", F.col("cid").alias("targetCid")).distinct()
-    missing = cs.join(held, ["relay", "targetCid"], "left_anti").select(
+    targets = held.select(
+        F.col("cid").alias("targetCid"),
+        F.col("heldBy").alias("targetHeldBy"),
+        F.col("author").alias("targetAuthor"),
+    )
+    joined = cs.join(targets, "targetCid", "left")
+    missing = joined.where(
+        F.col("targetHeldBy").isNull() | ~F.array_contains("targetHeldBy", F.col("relay"))
+    ).select(
         "cid", "relay", F.concat(F.lit("countersign target "), "targetCid",
                                  F.lit(" is not held by the serving relay")).alias("reason")
     )
-    authors = decoded.select(
-        F.col("cid").alias("targetCid"), F.col("author").alias("targetAuthor")
-    ).distinct()
-    own = cs.join(authors, "targetCid").where(F.col("witness") == F.col("targetAuthor"))
-    self_signed = own.select("cid", "relay", F.lit("self-countersignature").alias("reason"))
+    self_signed = joined.where(F.col("witness") == F.col("targetAuthor")).select(
+        "cid", "relay", F.lit("self-countersignature").alias("reason")
+    )
     pairs = cs.groupBy("relay", "targetCid", "witness").agg(
         F.collect_set("cid").alias("cids")
     ).where(F.size("cids") > 1)
@@ -134,20 +140,35 @@ def _countersign_rules(decoded: DataFrame) -> DataFrame:
     return missing.unionByName(self_signed).unionByName(duplicated)
 
 
-def invalid_ops(spark: SparkSession, decoded: DataFrame, now: int) -> DataFrame:
-    """Every invalid op: ``cid, kind, chainId, reason, servedBy``."""
-    ops = _distinct_tokens(decoded)
-    served = decoded.groupBy("tokenHash").agg(F.collect_set("relay").alias("servedBy"))
+def invalid_ops(
+    spark: SparkSession,
+    table: DataFrame,
+    held: DataFrame,
+    relays: list[str],
+    partitions: int,
+    now: int,
+) -> DataFrame:
+    """Every invalid op: ``cid, kind, chainId, reason, servedBy``.
+
+    ``table`` is the token table (``spark.tokens``) with tokens, ``did`` and
+    ``author``; ``held`` the holdings table of ``compare.holdings``."""
+    histories = _histories(spark, table, partitions, now).cache()
+    errors = (
+        histories.select(F.explode("errors").alias("r"))
+        .select("r.*")
+        .unionByName(_chain_errors(spark, table, histories, partitions, now))
+    )
+    served = held.select("cid", F.explode("variants").alias("v")).select(
+        "cid", "v.tokenHash", "v.servedBy"
+    )
+    meta = held.select("cid", "kind", "chainId")
     crypto = (
-        _crypto_results(spark, ops, now)
-        .where(F.col("error").isNotNull())
-        .join(served, "tokenHash")
-        .join(ops.select("tokenHash", "kind", "chainId"), "tokenHash")
+        errors.join(served, ["cid", "tokenHash"])
+        .join(meta, "cid")
         .select("cid", "kind", "chainId", F.col("error").alias("reason"), "servedBy")
     )
-    meta = decoded.select("cid", "kind", "chainId").dropDuplicates(["cid"])
     relay_level = (
-        _countersign_rules(decoded)
+        _countersign_rules(table, held, relays)
         .groupBy("cid", "reason")
         .agg(F.collect_set("relay").alias("servedBy"))
         .join(meta, "cid")

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import groupby
 from typing import Any
 
 from relay.protocol import (
@@ -44,7 +45,15 @@ from relay.protocol import (
 )
 from relay.rules.classify import classify
 
-__all__ = ["replay_content", "replay_identity", "verify_standalone"]
+__all__ = [
+    "HistoryResolver",
+    "chain_partition",
+    "identity_partition",
+    "now_ms",
+    "replay_content",
+    "replay_identity",
+    "verify_standalone",
+]
 
 Result = tuple[str, str, str | None]
 KeyHistory = tuple[list[tuple[str, str]], int | None]  # (key id, multibase) pairs, deleted at
@@ -256,8 +265,30 @@ def verify_standalone(entry: Any, resolver: HistoryResolver, now: int) -> Result
     return entry["tokenHash"], entry["cid"], error
 
 
-def verify_partition(rows: Iterable[Any], now: int) -> Iterable[Result]:
-    """mapPartitions body for standalone ops joined to their signer's history."""
-    for row in rows:
-        history = {row["did"]: (row["keys"] or [], row["deletedAt"])} if row["hasChain"] else {}
-        yield verify_standalone(row, HistoryResolver(history), now)
+def identity_partition(rows: Iterable[Any], now: int) -> Iterator[tuple[Any, ...]]:
+    """mapPartitions body over identity ops sorted by ``chainId`` (the DID):
+    one ``(did, keys, deletedAt, errors)`` row per DID, errors only."""
+    for did, group in groupby(rows, key=lambda row: row["chainId"]):
+        results, (keys, deleted_at) = replay_identity(did, list(group), now)
+        yield did, keys, deleted_at, [r for r in results if r[2] is not None]
+
+
+def chain_partition(rows: Iterable[Any], now: int) -> Iterator[Result]:
+    """mapPartitions body over groups sorted by ``(gkey, rowType)``: a group
+    is a content chain or a signer DID, its key histories (rowType 0) first,
+    then its ops (rowType 1). Yields the invalid ops only."""
+    for _, group in groupby(rows, key=lambda row: row["gkey"]):
+        histories: dict[str, KeyHistory] = {}
+        content: list[Any] = []
+        standalone: list[Any] = []
+        for row in group:
+            if row["rowType"] == 0:
+                histories[row["did"]] = (row["keys"] or [], row["deletedAt"])
+            elif row["kind"] == "content-op":
+                content.append(row)
+            else:
+                standalone.append(row)
+        resolver = HistoryResolver(histories)
+        results = replay_content(content[0]["chainId"], content, resolver, now) if content else []
+        results.extend(verify_standalone(row, resolver, now) for row in standalone)
+        yield from (r for r in results if r[2] is not None)

@@ -18,6 +18,7 @@ import pytest
 from spark.convergence import run_convergence
 from spark.dumps import load_dumps, parse_dump_args
 from spark.replay import chain_heads, decode_entries
+from spark.tokens import token_table
 
 from .relays import Node, relays, sync_until_stable
 from .scenarios import (
@@ -90,8 +91,10 @@ def test_relays_converged_by_peering_are_reported_converged(
 
 
 def test_job_heads_equal_the_heads_relays_serve(spark: Any, converged: Converged) -> None:
-    entries = load_dumps(spark, parse_dump_args(converged.dumps))
-    rows = chain_heads(decode_entries(entries)).collect()
+    specs = parse_dump_args(converged.dumps)
+    relays = [s.relay for s in specs]
+    table = token_table(decode_entries(load_dumps(spark, specs)), relays, 4)
+    rows = chain_heads(table, relays).collect()
     computed = {(r["relay"].replace("third", "r2"), r["chainId"]): r["head"] for r in rows}
     assert computed == converged.heads
     assert all(head is not None for head in computed.values())
@@ -186,3 +189,19 @@ def test_bad_input_exits_2_naming_file_and_line(
     assert f"{bad}:3: not valid JSON" in capsys.readouterr().err
     assert run_convergence([str(tmp_path / "nope.jsonl")], spark=spark) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_unpadded_base64url_decodes(spark: Any) -> None:
+    """Payload segments of every length mod 4 decode without ``=`` padding."""
+    from relay.protocol import b64url_encode
+
+    rows = []
+    for name in ("a", "ab", "abc", "abcd"):  # payload JSON lengths differ mod 4
+        payload = json.dumps({"did": f"did:dfos:{name}", "createdAt": "2024-01-02T03:04:05.678Z"})
+        token = f"e30.{b64url_encode(payload.encode())}.sig"
+        rows.append(("r", 0, "cid", token, "artifact", "chain"))
+    entries = spark.createDataFrame(rows, "relay string, relayIndex int, cid string,"
+                                    " jwsToken string, kind string, chainId string")
+    decoded = decode_entries(entries).collect()
+    assert [r["did"] for r in decoded] == [f"did:dfos:{n}" for n in ("a", "ab", "abc", "abcd")]
+    assert {r["createdMs"] for r in decoded} == {1704164645678}
