@@ -3,36 +3,10 @@ where a round trip is cheap (in-process memory, embedded SQLite)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Protocol
-
-from stores.base import (
-    BeaconRecord,
-    ChainRecord,
-    IdentityKeyRecord,
-    OperationRecord,
-    Rejection,
-    StateQuery,
-    StateRows,
-    creator_of,
-)
+from stores.base import SequencingSession, StateQuery, StateRows, creator_of
 
 
-class BatchReads(Protocol):
-    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]: ...
-    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]: ...
-    async def get_identity_keys(
-        self, dids: Collection[str]
-    ) -> dict[str, list[IdentityKeyRecord]]: ...
-    async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]: ...
-    async def get_countersign_pairs(
-        self, pairs: Collection[tuple[str, str]]
-    ) -> set[tuple[str, str]]: ...
-    async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]: ...
-    async def count_pending(self) -> int: ...
-
-
-async def read_state_stepwise(reads: BatchReads, query: StateQuery) -> StateRows:
+async def read_state_stepwise(reads: SequencingSession, query: StateQuery) -> StateRows:
     rows = StateRows()
     rows.operations = await reads.get_operations(query.cids)
     followed = {op.chain_id for op in rows.operations.values() if op.kind == "content-op"}

@@ -40,12 +40,10 @@ async def precheck_submitted(
     if not fresh:
         return list(submitted)
     keys: KeyIndex = defaultdict(lambda: defaultdict(set))
-    dids: set[str] = set()
-    for _, sub in fresh:
-        _index_identity_keys(sub, keys)
-        signer = _signer(sub)
-        if signer is not None and signer[0] is not None:
-            dids.add(signer[0])
+    signers = {i: _signer(sub) for i, sub in fresh}
+    for i, sub in fresh:
+        _index_identity_keys(sub, signers[i], keys)
+    dids = {signer[0] for signer in signers.values() if signer is not None and signer[0]}
     for did, records in (await store.get_identity_keys(dids)).items():
         for record in records:
             try:
@@ -54,7 +52,7 @@ async def precheck_submitted(
                 continue
             keys[did][record.key_id].add(raw)
     # By position: one request may carry two tokens under one CID.
-    checked = {i: _checked(sub, keys, _signer(sub)) for i, sub in fresh}
+    checked = {i: _checked(sub, keys, signers[i]) for i, sub in fresh}
     return [(i, checked.get(i, sub)) for i, sub in submitted]
 
 
@@ -88,7 +86,9 @@ def _genesis_did(sub: Submitted) -> str | None:
         return None
 
 
-def _index_identity_keys(sub: Submitted, keys: KeyIndex) -> None:
+def _index_identity_keys(
+    sub: Submitted, signer: tuple[str | None, str] | None, keys: KeyIndex
+) -> None:
     """Keys an identity op of this request introduces, as later ops may sign with them."""
     if sub.kind != "identity-op":
         return
@@ -96,7 +96,7 @@ def _index_identity_keys(sub: Submitted, keys: KeyIndex) -> None:
         op = parse_identity_operation(sub.payload)
     except ProtocolError:
         return
-    did = _genesis_did(sub) if op.type == "create" else _signer_did(sub)
+    did = _genesis_did(sub) if op.type == "create" else (signer[0] if signer else None)
     if did is None:
         return
     entries: tuple[MultikeyPublicKey, ...] = (*op.auth_keys, *op.assert_keys, *op.controller_keys)
@@ -105,8 +105,3 @@ def _index_identity_keys(sub: Submitted, keys: KeyIndex) -> None:
             keys[did][entry.id].add(entry.public_key)
         except ProtocolError:
             continue
-
-
-def _signer_did(sub: Submitted) -> str | None:
-    signer = _signer(sub)
-    return None if signer is None else signer[0]

@@ -75,7 +75,6 @@ class Queries:
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0"
     )
-    # array forms (Postgres): a whole batch in one statement, positions inline
     # A whole StateQuery as one statement (array dialect): tagged rows of
     # eight text columns. Content ops found bring their chains; content
     # chains found bring their creators' chains and keys (see StateQuery).
@@ -101,7 +100,7 @@ class Queries:
         "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL "
         "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
         "UNION ALL SELECT 'n', CAST(COUNT(*) AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
-        "NULL FROM raw_ops WHERE waits_for IS NOT NULL AND CAST(? AS boolean)"
+        "NULL FROM raw_ops WHERE waits_for IS NOT NULL HAVING CAST(? AS boolean)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

@@ -104,10 +104,7 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
-        rows = R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
-        if not q.count_pending:
-            rows.pending = None
-        return rows
+        return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
         return [R.pending_op(r) for r in await self._fetch_in(self._q.take_waiting, keys)]
