@@ -1,8 +1,9 @@
 """The convergence job over dumps of real relays (issue 6).
 
-Relays are this project's relays over memory stores, in process; they
-converge by replaying each other's global log (sync-in by hand, see
-``relays.replicate``) and are dumped by ``relay.dumplog``.
+Relays are this project's relays over memory stores, in process, peered in
+a full mesh; they converge by their own peering sync-in
+(``relay.sync_from_peers()``, see ``relays.sync_until_stable``) and are
+dumped by ``relay.dumplog``.
 """
 
 from __future__ import annotations
@@ -39,11 +40,6 @@ def converge(spark: Any, dumps: list[str], *flags: str, out: Path) -> tuple[int,
     return code, report
 
 
-async def mesh_sync(nodes: list[Node]) -> None:
-    pairs = [(a, b) for a in range(len(nodes)) for b in range(a + 1, len(nodes))]
-    await sync_until_stable(nodes, pairs)
-
-
 async def all_heads(nodes: list[Node]) -> dict[tuple[str, str], str | None]:
     heads: dict[tuple[str, str], str | None] = {}
     for node in nodes:
@@ -70,7 +66,7 @@ def converged(tmp_path_factory: pytest.TempPathFactory) -> Converged:
         async with relays(3) as nodes:
             for i, node in enumerate(nodes):
                 await node.post(tokens[i::3])
-            await mesh_sync(nodes)
+            await sync_until_stable(nodes)
             dumps = [str(await nodes[0].dump(out)), str(await nodes[1].dump(out, ".jsonl.gz"))]
             dumps.append(f"third={await nodes[2].dump(out)}")
             return Converged(dumps, await all_heads(nodes))
@@ -119,7 +115,8 @@ def diverged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     async def build() -> list[Path]:
         async with relays(3) as nodes:
             await nodes[0].post(base)
-            await mesh_sync(nodes)
+            await sync_until_stable(nodes)
+            # no sync from here on: each fault stays on the relays it was posted to
             await nodes[0].post(lacked)
             await nodes[2].post(lacked)
             await nodes[2].post(fork)

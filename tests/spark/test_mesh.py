@@ -1,7 +1,9 @@
 """Mesh simulation: five relays, a random peering topology and a random
-partition, a random workload through random entry relays. Before healing the
-job reports exactly the chains that differ; after healing and a sync round
-it reports convergence."""
+partition, a random workload through random entry relays. The relays sync
+by their own peering (sync-in along the topology's links): while the links
+crossing the partition are cut, each side syncs as far as its own links
+reach, and the job reports exactly the chains that differ; after healing and a
+sync round it reports convergence."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 
 from relay.testing.workload import mixed_workload
 
-from .relays import Node, relays, sync_until_stable
+from .relays import Node, crossing, cut, heal, relays, sync_until_stable
 from .test_convergence import converge
 
 pytestmark = pytest.mark.spark
@@ -54,17 +56,19 @@ def test_partitioned_mesh_differs_exactly_then_converges(
     edges = topology(rng, N_RELAYS)
     side = {i: rng.random() < 0.5 for i in range(N_RELAYS)}
     side[0], side[1] = True, False  # both sides non-empty
-    inside = [(a, b) for a, b in edges if side[a] == side[b]]
+    cross = crossing(edges, side)
     tokens = mixed_workload(120, seed=seed)
 
     async def simulate() -> tuple[set[str], list[str], list[str]]:
-        async with relays(N_RELAYS) as nodes:
+        async with relays(N_RELAYS, edges) as nodes:
+            cut(nodes, cross)
             for start in range(0, len(tokens), 10):
                 await nodes[rng.randrange(N_RELAYS)].post(tokens[start : start + 10])
-            await sync_until_stable(nodes, inside)
+            await sync_until_stable(nodes)
             before = [str(await n.dump(tmp_path / "before")) for n in nodes]
             expected = await chains_that_differ(nodes)
-            await sync_until_stable(nodes, edges)
+            await heal(nodes, cross)
+            await sync_until_stable(nodes)
             after = [str(await n.dump(tmp_path / "after")) for n in nodes]
             return expected, before, after
 
