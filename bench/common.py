@@ -38,7 +38,7 @@ def cached_workload(n: int, seed: int = 1) -> list[str]:
 
 
 @asynccontextmanager
-async def bench_store(name: str) -> AsyncIterator[RelayStore]:
+async def bench_store(name: str, pg_url: str = PG_URL) -> AsyncIterator[RelayStore]:
     """A fresh unopened store; SQLite/Postgres data is removed afterwards."""
     if name == "memory":
         yield MemoryStore()
@@ -61,9 +61,9 @@ async def bench_store(name: str) -> AsyncIterator[RelayStore]:
 
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         try:
-            yield PostgresStore(PG_URL, schema=schema)
+            yield PostgresStore(pg_url, schema=schema)
         finally:
-            conn = await asyncpg.connect(PG_URL)
+            conn = await asyncpg.connect(pg_url)
             await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             await conn.close()
         return

@@ -10,21 +10,28 @@ Prints, per backend, measured in the same run:
   and of a state lookup (``GET /identities/{did}``) at 10k ops and at the
   end, and their ratio (target <= 2x).
 
-The workload is generated once and cached under bench/out/.
+The workload is generated once and cached under bench/out/. Postgres runs
+on the server at ``bench.common.PG_URL`` as it is configured, or, with
+``--pg-tuned``, on a throwaway cluster sized for the workload
+(``bench.pg_cluster``; a stock install's 128 MB of shared buffers hold
+little of a 1M-op relay's indexes).
 
     .venv/bin/python -m bench.scale --ops 1000000
+    .venv/bin/python -m bench.scale --ops 1000000 --backends postgres --pg-tuned
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import time
 
 import httpx
 
-from bench.common import bench_store, cached_workload
+from bench.common import PG_URL, bench_store, cached_workload
+from bench.pg_cluster import TUNED, private_cluster
 from relay import Relay, create_relay
 
 BATCH = 100
@@ -48,8 +55,8 @@ async def probe(relay: Relay, did: str, after: str) -> tuple[float, float]:
     return log_cost, state_cost
 
 
-async def run_backend(name: str, tokens: list[str], window: int) -> None:
-    async with bench_store(name) as store:
+async def run_backend(name: str, tokens: list[str], window: int, pg_url: str) -> None:
+    async with bench_store(name, pg_url) as store:
         relay = create_relay(store)
         async with relay.running():
             stamps = [(0, time.perf_counter())]
@@ -76,7 +83,7 @@ async def run_backend(name: str, tokens: list[str], window: int) -> None:
     first_cpu = rate_between(cpu, 0, window)
     last_cpu = rate_between(cpu, total - window, total)
     assert early is not None
-    print(f"{name}: {total} ops")
+    print(f"{name}: {total} ops" + (f" ({pg_url})" if name == "postgres" else ""))
     print(
         f"  first {window}: {first:7.0f} ops/s   last {window}: {last:7.0f} ops/s   "
         f"ratio {last / first:.2f} (target >= 0.8)"
@@ -109,11 +116,18 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument(
+        "--pg-tuned", action="store_true", help="Postgres on a throwaway cluster sized for 1M ops"
+    )
     args = parser.parse_args()
     tokens = cached_workload(args.ops)
     window = min(100_000, len(tokens) // 10)
-    for name in args.backends.split(","):
-        await run_backend(name, tokens, window)
+    with contextlib.ExitStack() as stack:
+        pg_url = stack.enter_context(private_cluster(TUNED)) if args.pg_tuned else PG_URL
+        if args.pg_tuned:
+            print(f"Postgres: private cluster with {TUNED}")
+        for name in args.backends.split(","):
+            await run_backend(name, tokens, window, pg_url)
 
 
 if __name__ == "__main__":
