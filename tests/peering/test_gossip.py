@@ -3,6 +3,7 @@ source, and the queue is bounded and flushed on shutdown."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from relay.testing.workload import mixed_workload
@@ -34,9 +35,9 @@ async def test_gossip_batches_hold_at_most_100_ops(tmp_path: Path) -> None:
         client = mesh.peering(0).client
         original = client.submit_operations
 
-        async def spy(url: str, ops: list[str]) -> None:
-            batches.append(len(ops))
-            await original(url, ops)
+        async def spy(peer_url: str, operations: Sequence[str]) -> None:
+            batches.append(len(operations))
+            await original(peer_url, operations)
 
         client.submit_operations = spy  # type: ignore[method-assign]
         # one ingest call of 250 ops -> at least three pushes

@@ -61,10 +61,10 @@ async def test_cursor_is_the_peers_and_is_saved_per_page(tmp_path: Path) -> None
         saved: list[str] = []
         original = a.store.set_peer_cursor
 
-        async def spy(url: str, cursor: str) -> None:
-            assert url == mesh.urls[1]
+        async def spy(peer_url: str, cursor: str) -> None:
+            assert peer_url == mesh.urls[1]
             saved.append(cursor)
-            await original(url, cursor)
+            await original(peer_url, cursor)
 
         a.store.set_peer_cursor = spy  # type: ignore[method-assign]
         await a.sync_from_peers()
