@@ -1,6 +1,6 @@
 """Multi-worker benchmark: ``hypercorn --workers 1`` vs ``--workers 2`` on one
 Postgres schema, two client processes posting independent workloads
-(batches of 50) at once. Prints throughput of each and the ratio (target
+(batches of 50, ``--batch``) at once. Prints throughput of each and the ratio (target
 >= 1.5x), and where the CPU went: CPU-milliseconds per op in the relay
 workers, in Postgres (all its processes) and in the clients, read from
 /proc, so a run on a small machine shows what the cores were spent on.
@@ -28,7 +28,7 @@ import httpx
 from bench.common import PG_URL, cached_workload
 from tests.support.relay_process import RelayProcess
 
-BATCH = 50
+BATCH = 50  # default ops per POST
 
 
 def cpu_seconds(match: Callable[[list[str]], bool]) -> float:
@@ -58,7 +58,7 @@ def group_cpu(pgid: int) -> float:
     return cpu_seconds(lambda f: int(f[4]) == pgid)
 
 
-def client(url: str, tokens: list[str], start: float, cpu: Any) -> None:
+def client(url: str, tokens: list[str], batch: int, start: float, cpu: Any) -> None:
     while time.time() < start:
         time.sleep(0.001)
     # One connection per request: hypercorn's workers share one listening
@@ -68,8 +68,8 @@ def client(url: str, tokens: list[str], start: float, cpu: Any) -> None:
     # balancer in front of the workers would spread requests.
     limits = httpx.Limits(max_keepalive_connections=0)
     with httpx.Client(timeout=60, limits=limits) as http:
-        for i in range(0, len(tokens), BATCH):
-            r = http.post(f"{url}/operations", json={"operations": tokens[i : i + BATCH]})
+        for i in range(0, len(tokens), batch):
+            r = http.post(f"{url}/operations", json={"operations": tokens[i : i + batch]})
             r.raise_for_status()
     cpu.value = time.process_time()
 
@@ -82,7 +82,7 @@ class Run:
     client_ms: float
 
 
-async def run(workers: int, loads: list[list[str]], pg_url: str) -> Run:
+async def run(workers: int, loads: list[list[str]], batch: int, pg_url: str) -> Run:
     schema = f"bench_w_{uuid.uuid4().hex[:8]}"
     sep = "&" if "?" in pg_url else "?"
     relay = RelayProcess(f"{pg_url}{sep}schema={schema}", workers=workers)
@@ -93,7 +93,7 @@ async def run(workers: int, loads: list[list[str]], pg_url: str) -> Run:
         start = time.time() + 0.5
         cpus = [mp.Value("d", 0.0) for _ in loads]
         procs = [
-            mp.Process(target=client, args=(relay.url, load, start, cpu))
+            mp.Process(target=client, args=(relay.url, load, batch, start, cpu))
             for load, cpu in zip(loads, cpus, strict=True)
         ]
         for p in procs:
@@ -125,11 +125,14 @@ async def main() -> None:
     parser.add_argument(
         "--pg-url", default=PG_URL, help="e.g. postgresql://postgres@/test?host=/var/run/postgresql"
     )
+    parser.add_argument("--batch", type=int, default=BATCH, help="ops per POST (at most 100)")
     args = parser.parse_args()
     loads = [cached_workload(args.ops, seed=s) for s in (21, 22)]
-    one = await run(1, loads, args.pg_url)
-    two = await run(2, loads, args.pg_url)
-    print(f"2 clients x {args.ops} ops, batches of {BATCH}, one Postgres schema ({args.pg_url})")
+    one = await run(1, loads, args.batch, args.pg_url)
+    two = await run(2, loads, args.batch, args.pg_url)
+    print(
+        f"2 clients x {args.ops} ops, batches of {args.batch}, one Postgres schema ({args.pg_url})"
+    )
     print(f"  --workers 1: {one.rate:7.0f} ops/s")
     print(f"  --workers 2: {two.rate:7.0f} ops/s   ratio {two.rate / one.rate:.2f} (target >= 1.5)")
     print(f"CPU-ms per op ({os.cpu_count()} cores): relay workers / Postgres / clients")
