@@ -31,7 +31,7 @@ from peer import HttpPeerClient, PeerConfig
 from relay import create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.service import build_peering
-from relay.testing.server import free_port, serve_on_loopback
+from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
 from relay.testing.workload import mixed_workload
 from stores.base import RelayStore
 from stores.factory import open_store_from_url
@@ -67,18 +67,6 @@ async def direct(tokens: list[str], store: RelayStore) -> float:
         elapsed = time.perf_counter() - started
         assert await store.log_length() >= len(tokens)
     return len(tokens) / elapsed
-
-
-async def wait_listening(url: str) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(400):
-            try:
-                if (await http.get(url + "/.well-known/dfos-relay")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
-    raise TimeoutError(url)
 
 
 async def synced(tokens: list[str], peer_url: str, store: RelayStore) -> tuple[float, int]:
@@ -130,7 +118,7 @@ async def run(n: int, kind: str, seed: int) -> None:
                 )
                 stack.callback(proc.wait, 10)
                 stack.callback(proc.terminate)
-                await wait_listening(peer_url)
+                await wait_for_relay(peer_url)
             sync_rate, length = await synced(tokens, peer_url, make_store(kind, workdir, "mirror"))
         print(f"sync over loopback:           {sync_rate:,.0f} ops/s  ({length} ops in log)")
         print(f"ratio sync/direct:            {sync_rate / direct_rate:.2f}  (target >= 0.70)")

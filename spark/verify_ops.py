@@ -30,11 +30,10 @@ from relay.protocol import (
     ContentState,
     DecodedJws,
     IdentityState,
-    KeyNotFoundError,
     ProtocolError,
     decode_jws,
     decode_multikey,
-    split_kid,
+    resolve_from_key_index,
     verify_artifact,
     verify_beacon,
     verify_content_extension,
@@ -151,14 +150,8 @@ class HistoryResolver:
             self._keys[did] = by_id
             self.deleted_at[did] = deleted_at
 
-    def __call__(self, kid: str) -> list[bytes]:
-        did, key_id = split_kid(kid)
-        if did is None:
-            raise KeyNotFoundError(f"kid {kid!r} is not a DID URL", did=None)
-        keys = self._keys.get(did, {}).get(key_id)
-        if not keys:
-            raise KeyNotFoundError(f"key {kid} is not known", did=did)
-        return keys
+    def __call__(self, kid: str) -> Sequence[bytes]:
+        return resolve_from_key_index(self._keys, kid)
 
     def gate(self, did: str | None, created_ms: int, role: str) -> str | None:
         """Refuse acts of an identity later than its (head) delete."""

@@ -10,11 +10,11 @@ written atomically at the end of the session.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from relay.protocol import KeyNotFoundError, decode_multikey, split_kid
+from relay.protocol import decode_multikey, resolve_from_key_index
 from stores.base import (
     BeaconRecord,
     ChainRecord,
@@ -122,20 +122,9 @@ class StateView:
         chain = self._chains.get(did)
         return chain is not None and bool(chain.state.get("deleted"))
 
-    def resolve_key(self, kid: str) -> list[bytes]:
-        """Historical resolver: any key the identity ever held, in any role.
-
-        Using the whole history (not just the head) keeps ingestion
-        order-independent: an op signed before a rotation verifies the same
-        whether it arrives before or after the rotation.
-        """
-        did, key_id = split_kid(kid)
-        if did is None:
-            raise KeyNotFoundError(f"kid {kid!r} is not a DID URL", did=None)
-        keys = self._keys.get(did, {}).get(key_id)
-        if not keys:
-            raise KeyNotFoundError(f"key {kid} is not known", did=did)
-        return keys
+    def resolve_key(self, kid: str) -> Sequence[bytes]:
+        """Historical resolver: any key the identity ever held, in any role."""
+        return resolve_from_key_index(self._keys, kid)
 
     # staging -----------------------------------------------------------------
     def stage_operation(self, op: OperationRecord) -> None:

@@ -71,6 +71,7 @@ from .envelope import (
     KeyResolver,
     SignedOperation,
     check_cid,
+    resolve_from_key_index,
     sign_operation,
 )
 from .errors import (
@@ -219,6 +220,7 @@ __all__ = [
     "parse_timestamp",
     "precheck",
     "reference_keypair",
+    "resolve_from_key_index",
     "sign_jws",
     "sign_operation",
     "split_kid",

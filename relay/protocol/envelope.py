@@ -49,6 +49,7 @@ __all__ = [
     "check_not_future",
     "expect_typ",
     "kid_did_url",
+    "resolve_from_key_index",
     "sign_operation",
     "signer_did",
     "verify_with_resolver",
@@ -69,6 +70,25 @@ KeyResolver = Callable[[str], Sequence[bytes]]
 """Given a ``kid`` DID URL, return candidate raw Ed25519 public keys.
 
 Raises ``KeyNotFoundError`` when the identity or key is unknown."""
+
+KeyIndex = Mapping[str, Mapping[str, Sequence[bytes]]]
+"""DID -> key id -> every raw public key the identity held under that id."""
+
+
+def resolve_from_key_index(keys: KeyIndex, kid: str) -> Sequence[bytes]:
+    """A ``KeyResolver`` over an identity's whole key history.
+
+    Using the history (not just the head) keeps verification
+    order-independent: an op signed before a rotation verifies the same
+    whether it is checked before or after the rotation.
+    """
+    did, key_id = split_kid(kid)
+    if did is None:
+        raise KeyNotFoundError(f"kid {kid!r} is not a DID URL", did=None)
+    found = keys.get(did, {}).get(key_id)
+    if not found:
+        raise KeyNotFoundError(f"key {kid} is not known", did=did)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
@@ -53,3 +54,18 @@ async def _wait_until_listening(port: int, task: asyncio.Task[Any]) -> None:
         await writer.wait_closed()
         return
     raise TimeoutError(f"hypercorn did not start listening on port {port}")
+
+
+async def wait_for_relay(url: str, timeout_s: float = 20.0) -> None:
+    """Until a relay started elsewhere (another process) answers at ``url``."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with httpx.AsyncClient(timeout=2.0) as http:
+        while True:
+            try:
+                if (await http.get(url + "/.well-known/dfos-relay")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no relay answered at {url}")
+            await asyncio.sleep(0.05)

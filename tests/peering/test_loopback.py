@@ -19,7 +19,7 @@ import pytest
 
 from peer import HttpPeerClient, PeerConfig
 from relay import create_relay
-from relay.testing.server import free_port, serve_on_loopback
+from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
     FAST,
@@ -85,15 +85,6 @@ async def test_three_relays_on_loopback_converge(tmp_path: Path, behavior: str) 
             await assert_converged(mesh, only=chain_ops)
 
 
-async def _wait_listening(url: str, http: httpx.AsyncClient) -> None:
-    for _ in range(300):
-        try:
-            if (await http.get(url + "/.well-known/dfos-relay")).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        await asyncio.sleep(0.05)
-    raise TimeoutError(url)
 
 
 async def test_three_relay_processes_converge_by_interval_sync(tmp_path: Path) -> None:
@@ -113,7 +104,7 @@ async def test_three_relay_processes_converge_by_interval_sync(tmp_path: Path) -
             procs.append(subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL))
         async with httpx.AsyncClient(timeout=10) as http:
             for url in urls:
-                await _wait_listening(url, http)
+                await wait_for_relay(url)
             mesh = Mesh(urls, [], None, http)  # type: ignore[arg-type]
             await post_all(http, urls[0], shuffled(tokens, seed=54))
             deadline = time.monotonic() + 30
