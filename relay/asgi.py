@@ -17,7 +17,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from relay.engine import Relay, create_relay
+from relay.compose import create_relay
+from relay.engine import Relay
 from relay.observability.logging import configure_logging
 from relay.settings import ServeSettings, SettingsError, parse_settings
 

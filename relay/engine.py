@@ -1,18 +1,20 @@
-"""The relay: composes store, ingestion, peering and the HTTP app.
+"""The relay engine: one store, the ingestor, the relay identity and the
+services (peering, ...) that run beside them.
 
-``create_relay()`` wires parts together and does no I/O. ``start()`` (run by
-the ASGI lifespan, or directly with ``async with relay.running()``) opens the
-store, loads or creates the relay identity, resumes the raw-op buffer and
-starts peering; ``stop()`` undoes that in reverse order.
+The engine knows nothing of HTTP: ``relay.compose.create_relay()`` builds a
+``Relay`` and hands it the function that builds its ASGI app. ``start()``
+(run by the ASGI lifespan, or directly with ``async with relay.running()``)
+opens the store, loads or creates the relay identity, resumes the raw-op
+buffer and starts peering; ``stop()`` undoes that in reverse order.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from relay.config import RelayConfig
 from relay.ingest.pipeline import Clock, Ingestor
@@ -23,9 +25,10 @@ from relay.rules.outcomes import IngestionResult, Status
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from relay.peering.api import PeeringService
+
+# Builds the ASGI app that serves a relay (``relay.http.app.build_app``).
+AppFactory = Callable[["Relay"], Any]
 
 log = logging.getLogger("dfos_relay")
 
@@ -48,9 +51,8 @@ class Relay:
         clock: Clock,
         identity: RelayIdentityRecord | None,
         peering: PeeringService | None,
+        app_factory: AppFactory,
     ) -> None:
-        from relay.http.app import build_app  # http sits above the engine
-
         self.store = store
         self.config = config
         self.clock = clock
@@ -61,7 +63,7 @@ class Relay:
         self._identity: RelayIdentityRecord | None = None
         self._keypair: Ed25519Keypair | None = None
         self.started = False
-        self.app: Starlette = build_app(self)
+        self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
 
     # identity ------------------------------------------------------------
     @property
@@ -146,36 +148,3 @@ class Relay:
         if self.peering is None:
             return 0
         return await self.peering.sync_once()
-
-
-def create_relay(
-    store: RelayStore | None = None,
-    *,
-    content: bool | None = None,
-    log: bool | None = None,
-    config: RelayConfig | None = None,
-    identity: RelayIdentityRecord | None = None,
-    peers: Sequence[object] = (),
-    peer_client: object | None = None,
-    peering: PeeringService | None = None,
-    clock: Clock = wall_clock_ms,
-) -> Relay:
-    """Compose a relay. No I/O happens until the app's lifespan starts it.
-
-    ``content``/``log`` override the matching config switches. ``peers`` are
-    ``PeerConfig`` values (or URLs) served through ``peer_client``.
-    """
-    from dataclasses import replace
-
-    from stores.memory import MemoryStore
-
-    cfg = config or RelayConfig()
-    if content is not None:
-        cfg = replace(cfg, content=content)
-    if log is not None:
-        cfg = replace(cfg, log=log)
-    if peering is None and peers:
-        from relay.peering.service import build_peering
-
-        peering = build_peering(peers, peer_client)
-    return Relay(store or MemoryStore(), cfg, clock, identity, peering)

@@ -12,10 +12,11 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from relay.limits import RateLimitMiddleware
-from relay.observability import OPS_ROUTES, RequestContextMiddleware
+from relay.observability import RequestContextMiddleware
 
 from . import content, proof
 from .errors import EXCEPTION_HANDLERS
+from .ops import OPS_ROUTES
 
 if TYPE_CHECKING:
     from relay.engine import Relay

@@ -34,9 +34,9 @@ from relay.content_plane import (
 from relay.protocol import ContentState, IdentityState
 from stores.base import OperationRecord, ProofReader
 
+from .context import relay_of
 from .errors import ApiError
 from .params import read_body_capped
-from .proof import relay_of
 
 HEAD_REF = "head"
 DOCUMENT_MEDIA_TYPE = "application/json"  # documents are JSON

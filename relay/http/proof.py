@@ -8,7 +8,7 @@ the engine or the store reader, and shape the answer through ``wire``.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -20,15 +20,9 @@ from relay.version import PROTOCOL_NAME, RELAY_VERSION
 from stores.base import ChainRecord, LogPage, UnknownCursorError
 
 from . import wire
+from .context import relay_of
 from .errors import ApiError
 from .params import page_params, read_body_capped
-
-if TYPE_CHECKING:
-    from relay.engine import Relay
-
-
-def relay_of(request: Request) -> Relay:
-    return request.app.state.relay  # type: ignore[no-any-return]
 
 
 async def well_known(request: Request) -> JSONResponse:

@@ -24,11 +24,10 @@ import asyncio
 import hashlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
 from relay.rules.classify import classify, dependency_rank
-from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, Status
+from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import PendingOp, Rejection, RelayStore
 
 from .common import Accepted, Duplicate, Outcome, Submitted
@@ -47,14 +46,6 @@ HANDLERS: dict[str, Handler] = {
     "artifact": ingest_artifact,
     "countersign": ingest_countersign,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class SequencedOp:
-    cid: str
-    jws_token: str
-    kind: str
-    chain_id: str
 
 
 Listener = Callable[[Sequence[SequencedOp], str | None], Awaitable[None] | None]

@@ -13,9 +13,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from peer.base import PeerClient, PeerConfig, parse_peer_configs
+from relay.rules.outcomes import SequencedOp
 
 from .backoff import Backoff
 from .config import PeeringConfig
@@ -23,9 +24,6 @@ from .gossip import Gossip
 from .host import PeeringHost
 from .read_through import ReadThrough
 from .sync import SyncIn
-
-if TYPE_CHECKING:
-    from relay.ingest.pipeline import SequencedOp
 
 log = logging.getLogger("dfos_relay.peering")
 

@@ -80,3 +80,13 @@ class IngestionResult:
     chain_id: str | None = None
     error: str | None = None
     reason: RejectReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SequencedOp:
+    """An op the relay just sequenced, as listeners (gossip, feed) see it."""
+
+    cid: str
+    jws_token: str
+    kind: str
+    chain_id: str

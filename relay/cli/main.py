@@ -77,7 +77,7 @@ def _last_line(exc: BaseException) -> str:
 
 def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.asgi import relay_from_settings
-    from relay.cli_serve import serve
+    from relay.cli.serve import serve
     from relay.observability.logging import configure_logging
     from relay.settings import SettingsError, load_settings, settings_env
 
@@ -94,7 +94,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from relay.cli_transfer import TransferError, dump_command, import_command
+    from relay.cli.transfer import TransferError, dump_command, import_command
     from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
 
     try:
@@ -126,5 +126,5 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     return _transfer(args, environ)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m relay.cli.main
     sys.exit(main())

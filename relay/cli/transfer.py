@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 import httpx
 
-from relay.cli_progress import Progress
+from relay.cli.progress import Progress
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def _count_lines(path: Path) -> int:
 
 async def import_command(path_text: str, store_url: str) -> int:
     from relay.asgi import store_from_url
-    from relay.engine import create_relay
+    from relay.compose import create_relay
 
     path = Path(path_text)
     if not path.is_file():

@@ -9,22 +9,16 @@ to a relay that cannot serve.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .metrics import CONTENT_TYPE
+from relay.observability.metrics import CONTENT_TYPE
 
-if TYPE_CHECKING:
-    from relay.engine import Relay
+from .context import relay_of
 
 log = logging.getLogger("dfos_relay.ops")
-
-
-def _relay(request: Request) -> Relay:
-    return request.app.state.relay  # type: ignore[no-any-return]
 
 
 async def healthz(request: Request) -> JSONResponse:
@@ -32,7 +26,7 @@ async def healthz(request: Request) -> JSONResponse:
 
 
 async def readyz(request: Request) -> JSONResponse:
-    relay = _relay(request)
+    relay = relay_of(request)
     checks = {"sequencer": "running" if relay.started else "stopped", "store": "ok"}
     try:
         await relay.store.ping()
@@ -46,7 +40,7 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 async def metrics(request: Request) -> Response:
-    relay = _relay(request)
+    relay = relay_of(request)
     if relay.started:
         try:
             await relay.metrics.refresh(relay.store)
