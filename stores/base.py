@@ -17,8 +17,9 @@ against the smallest one it needs:
 
 Invariants a backend must keep:
 - ``commit`` is atomic: either every row of the batch lands or none does.
-- log positions are assigned in commit order and never change; a reader of
-  ``read_log`` never sees a gap that is filled later.
+- log positions (``seq``) are assigned in commit order, 1, 2, 3, ..., and
+  never change; a reader of ``read_log`` never sees a gap that is filled
+  later. ``commit`` returns the head seq it reached.
 - ``sequencing()`` sessions are serialized (across processes for shared
   databases) so chain-state read-modify-write cannot race.
 - per-op state snapshots make state at any CID an O(1) lookup.
@@ -53,7 +54,9 @@ class OperationRecord:
     ``chain_id`` is the log's chainId (DID for identity ops, beacons and
     artifacts; contentId for content ops; targetCID for countersignatures).
     ``state`` is the chain state *after* this op (identity/content ops only),
-    as the protocol's ``to_record()`` dict.
+    as the protocol's ``to_record()`` dict. ``seq`` is the op's position in
+    the global log (1, 2, 3, ...): filled in by reads, 0 on a record that is
+    not committed yet.
     """
 
     cid: str
@@ -64,6 +67,7 @@ class OperationRecord:
     parent_cid: str | None
     created_at_ms: int
     state: dict[str, Any] | None = None
+    seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +109,14 @@ class CountersignatureRecord:
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
+    """One entry of the global (or a chain's) log; ``seq`` is its position in
+    the global log: relay-local, gapless, 1-based, in commit order."""
+
     cid: str
     jws_token: str
     kind: OperationKind
     chain_id: str
+    seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +270,10 @@ class SequencingSession(Protocol):
 
     async def take_waiting(self, keys: Collection[DependencyKey]) -> list[PendingOp]: ...
     async def count_pending(self) -> int: ...
-    async def commit(self, batch: CommitBatch) -> None: ...
+    async def commit(self, batch: CommitBatch) -> int:
+        """Apply ``batch`` atomically; returns the log's head seq after it (the
+        batch's ops hold the seqs ending there, in list order)."""
+        ...
 
 
 class RawOpBuffer(Protocol):

@@ -12,6 +12,7 @@ import bisect
 from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from stores.base import (
     BeaconRecord,
@@ -144,14 +145,15 @@ class MemoryStore:
     async def count_pending(self) -> int:
         return len(self._pending)
 
-    async def commit(self, batch: CommitBatch) -> None:
+    async def commit(self, batch: CommitBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
         for op in batch.operations:
-            self._ops[op.cid] = op
+            seq = len(self._log) + 1
+            self._ops[op.cid] = replace(op, seq=seq)
             self._log_pos[op.cid] = len(self._log)
             if op.kind in CHAIN_KINDS:
                 self._chain_log[op.chain_id].append(len(self._log))
-            self._log.append(LogEntry(op.cid, op.jws_token, op.kind, op.chain_id))
+            self._log.append(LogEntry(op.cid, op.jws_token, op.kind, op.chain_id, seq))
         self._chains.update(batch.chains)
         for key in batch.identity_keys:
             self._keys[key.did][(key.key_id, key.public_key_multibase)] = key
@@ -168,6 +170,7 @@ class MemoryStore:
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
+        return len(self._log)
 
     def _drop_pending(self, cid: str) -> None:
         old = self._pending.pop(cid, None)

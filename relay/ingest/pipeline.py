@@ -134,9 +134,18 @@ class Ingestor:
         async with self._lock, self._store.sequencing() as session:
             run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
             await run.sequence(list(submitted))
-            if not run.view.batch.is_empty():
-                await session.commit(run.view.batch)
-            return run.outcomes, run.sequenced
+            batch = run.view.batch
+            if batch.is_empty():
+                return run.outcomes, []
+            head = await session.commit(batch)
+            first = head - len(batch.operations) + 1
+            sequenced = [
+                SequencedOp(
+                    op.cid, op.jws_token, op.kind, op.chain_id, seq, op.created_at_ms, op.author_did
+                )
+                for seq, op in enumerate(batch.operations, start=first)
+            ]
+            return run.outcomes, sequenced
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
@@ -169,7 +178,6 @@ class _Sequencing:
             prepared.clear()
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
-        self.sequenced: list[SequencedOp] = []
         # Ops parked in this session, one entry per CID (the freshest reason it
         # waits, and the request index it answers if any), indexed by key.
         self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
@@ -209,7 +217,6 @@ class _Sequencing:
             self._unpark(sub.cid)
         if isinstance(outcome, Accepted):
             batch.waiting.pop(sub.cid, None)
-            self.sequenced.append(SequencedOp(sub.cid, sub.token, outcome.kind, outcome.chain_id))
             return outcome.wakes
         if isinstance(outcome, Duplicate):
             batch.waiting.pop(sub.cid, None)

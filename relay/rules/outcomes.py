@@ -84,9 +84,13 @@ class IngestionResult:
 
 @dataclass(frozen=True, slots=True)
 class SequencedOp:
-    """An op the relay just sequenced, as listeners (gossip, feed) see it."""
+    """An op the relay just committed, as listeners (gossip, feed, indexes)
+    see it: ``seq`` is its position in the global log."""
 
     cid: str
     jws_token: str
     kind: str
     chain_id: str
+    seq: int
+    created_at_ms: int
+    author_did: str

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from stores.sql.dialect import Dialect
 
-OP_COLS = "cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, state"
+OP_COLS = "cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, state, pos"
 CHAIN_COLS = "chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state"
 CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
 # creator DIDs of the content chains in CTE ``ch`` (an array: index scans)
@@ -21,9 +21,9 @@ class Queries:
     get_beacon: str = "SELECT did, cid, token, created_at_ms FROM beacons WHERE did = ?"
     get_countersigs: str = "SELECT token FROM countersigs WHERE target_cid = ? ORDER BY id"
     log_cursor: str = "SELECT pos, chain_id FROM ops WHERE cid = ?"
-    log_page: str = "SELECT cid, token, kind, chain_id FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
+    log_page: str = "SELECT cid, token, kind, chain_id, pos FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
     chain_log_page: str = (
-        "SELECT cid, token, kind, chain_id FROM ops "
+        "SELECT cid, token, kind, chain_id, pos FROM ops "
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
     )
     known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
@@ -76,31 +76,31 @@ class Queries:
         "waits_for = excluded.waits_for, taken = 0"
     )
     # A whole StateQuery as one statement (array dialect): tagged rows of
-    # eight text columns. Content ops found bring their chains; content
+    # nine text columns. Content ops found bring their chains; content
     # chains found bring their creators' chains and keys (see StateQuery).
     read_state_arrays: str = (
         "WITH o AS (SELECT cid, token, kind, chain_id, author_did, parent_cid, "
-        "created_at_ms, state FROM ops WHERE cid = ANY(CAST(? AS text[]))), "
+        "created_at_ms, state, pos FROM ops WHERE cid = ANY(CAST(? AS text[]))), "
         "ch AS (SELECT chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state "
         "FROM chains WHERE chain_id = ANY(CAST(? AS text[]) || "
         "ARRAY(SELECT chain_id FROM o WHERE kind = 'content-op'))) "
         "SELECT CAST('o' AS text), cid, token, kind, chain_id, author_did, parent_cid, "
-        "CAST(created_at_ms AS text), state FROM o "
+        "CAST(created_at_ms AS text), state, CAST(pos AS text) FROM o "
         "UNION ALL SELECT 'c', chain_id, kind, genesis_cid, head_cid, "
-        "CAST(head_created_at_ms AS text), state, NULL, NULL FROM ch "
+        "CAST(head_created_at_ms AS text), state, NULL, NULL, NULL FROM ch "
         "UNION ALL SELECT 'c', chain_id, kind, genesis_cid, head_cid, "
-        "CAST(head_created_at_ms AS text), state, NULL, NULL FROM chains "
+        "CAST(head_created_at_ms AS text), state, NULL, NULL, NULL FROM chains "
         f"WHERE chain_id = ANY({_CREATORS}) "
-        "UNION ALL SELECT 'k', did, key_id, multibase, CAST(id AS text), NULL, NULL, NULL, NULL "
-        f"FROM identity_keys WHERE did = ANY(CAST(? AS text[]) || {_CREATORS}) "
+        "UNION ALL SELECT 'k', did, key_id, multibase, CAST(id AS text), NULL, NULL, NULL, NULL, "
+        f"NULL FROM identity_keys WHERE did = ANY(CAST(? AS text[]) || {_CREATORS}) "
         "UNION ALL SELECT 'b', did, cid, token, CAST(created_at_ms AS text), NULL, NULL, NULL, "
-        "NULL FROM beacons WHERE did = ANY(CAST(? AS text[])) "
-        "UNION ALL SELECT 'p', target_cid, witness_did, NULL, NULL, NULL, NULL, NULL, NULL "
+        "NULL, NULL FROM beacons WHERE did = ANY(CAST(? AS text[])) "
+        "UNION ALL SELECT 'p', target_cid, witness_did, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM countersigs WHERE target_cid = ANY(CAST(? AS text[])) "
-        "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL "
+        "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
         "UNION ALL SELECT 'n', CAST(COUNT(*) AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
-        "NULL FROM raw_ops WHERE waits_for IS NOT NULL HAVING CAST(? AS boolean)"
+        "NULL, NULL FROM raw_ops WHERE waits_for IS NOT NULL HAVING CAST(? AS boolean)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.
@@ -113,7 +113,7 @@ class Queries:
         "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), "
         "CAST(? AS text[])) WITH ORDINALITY "
-        "AS u(cid, token, kind, chain_id, author_did, parent_cid, at, state, n)), "
+        "AS u(cid, token, kind, chain_id, author_did, parent_cid, at, state, n) RETURNING pos), "
         "new_chains AS ("
         f"INSERT INTO chains ({CHAIN_COLS}) SELECT * FROM unnest(CAST(? AS text[]), "
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), "
@@ -148,7 +148,7 @@ class Queries:
         "AS u(cid, token, w) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0) "
-        "SELECT 1"
+        "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
     )
     # buffers the new ones and answers the CIDs already sequenced
     put_raw_arrays: str = (

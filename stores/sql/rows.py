@@ -43,9 +43,12 @@ def op_row(pos: int, op: OperationRecord) -> tuple[Any, ...]:
 
 
 def op_record(row: Row) -> OperationRecord:
+    """From the ``OP_COLS`` columns (the last one is ``pos``, the seq)."""
     state = None if row[7] is None else json.loads(row[7])
     kind = cast(OperationKind, row[2])
-    return OperationRecord(row[0], row[1], kind, row[3], row[4], row[5], int(row[6]), state)
+    return OperationRecord(
+        row[0], row[1], kind, row[3], row[4], row[5], int(row[6]), state, int(row[8])
+    )
 
 
 def chain_row(c: ChainRecord) -> tuple[Any, ...]:
@@ -71,7 +74,7 @@ def rejection_record(row: Row) -> Rejection:
 
 
 def log_entry(row: Row) -> LogEntry:
-    return LogEntry(row[0], row[1], cast(OperationKind, row[2]), row[3])
+    return LogEntry(row[0], row[1], cast(OperationKind, row[2]), row[3], int(row[4]))
 
 
 def pending_op(row: Row) -> PendingOp:
@@ -128,7 +131,7 @@ def state_rows(tagged: Sequence[Row], wanted_pairs: Collection[tuple[str, str]])
     for row in tagged:
         tag = row[0]
         if tag == "o":
-            out.operations[row[1]] = op_record(row[1:9])
+            out.operations[row[1]] = op_record(row[1:10])
         elif tag == "c":
             out.chains[row[1]] = chain_record(row[1:7])
         elif tag == "k":

@@ -112,25 +112,26 @@ class SqlSession:
     async def count_pending(self) -> int:
         return int((await self._conn.fetch(self._q.count_pending))[0][0])
 
-    async def commit(self, batch: CommitBatch) -> None:
+    async def commit(self, batch: CommitBatch) -> int:
         if self.done:
             raise StoreError("sequencing session already committed")
         self.done = True
         try:
-            await write_batch(self._conn, self._q, self._d, batch)
+            head = await write_batch(self._conn, self._q, self._d, batch)
             await self._end(True)
         except BaseException:
             await self._end(False)
             raise
+        return head
 
 
-async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> None:
-    """Write every row of ``batch`` (the caller owns the transaction)."""
+async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> int:
+    """Write every row of ``batch`` (the caller owns the transaction); returns
+    the log's head seq after it."""
     if d.arrays:
-        await conn.execute(q.commit_arrays, R.commit_columns(batch))
-        return
+        return int((await conn.fetch(q.commit_arrays, R.commit_columns(batch)))[0][0])
+    base = int((await conn.fetch(q.max_pos))[0][0])
     if batch.operations:
-        base = int((await conn.fetch(q.max_pos))[0][0])
         ops = [R.op_row(base + i, op) for i, op in enumerate(batch.operations, start=1)]
         await conn.executemany(q.insert_op, ops)
     if batch.chains:
@@ -152,3 +153,4 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
     if batch.waiting:
         waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
         await conn.executemany(q.upsert_waiting, waiting)
+    return base + len(batch.operations)

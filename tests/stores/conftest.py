@@ -63,10 +63,12 @@ def chain(chain_id: str, head: str, at: int = 1000, **state: Any) -> ChainRecord
     return ChainRecord(chain_id, "identity", "genesis", head, at, {"head": head, **state})
 
 
-async def commit(store: RelayStore, batch: CommitBatch) -> None:
+async def commit(store: RelayStore, batch: CommitBatch) -> int:
     async with store.sequencing() as session:
-        await session.commit(batch)
+        return await session.commit(batch)
 
 
-async def append(store: RelayStore, *ops: OperationRecord) -> None:
-    await commit(store, CommitBatch(operations=list(ops), resolved_cids={o.cid for o in ops}))
+async def append(store: RelayStore, *ops: OperationRecord) -> int:
+    return await commit(
+        store, CommitBatch(operations=list(ops), resolved_cids={o.cid for o in ops})
+    )

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from stores.base import LogEntry, RelayStore, UnknownCursorError
-from tests.stores.conftest import append, op
+from stores.base import CommitBatch, LogEntry, RelayStore, StateQuery, UnknownCursorError
+from tests.stores.conftest import append, commit, op
 
 
-def entry(cid: str, kind: str = "identity-op", chain_id: str = "did:dfos:a") -> LogEntry:
-    return LogEntry(cid, f"tok.{cid}", kind, chain_id)  # type: ignore[arg-type]
+def entry(
+    cid: str, kind: str = "identity-op", chain_id: str = "did:dfos:a", seq: int = 0
+) -> LogEntry:
+    return LogEntry(cid, f"tok.{cid}", kind, chain_id, seq)  # type: ignore[arg-type]
 
 
 async def test_log_keeps_commit_order_across_batches(opened: RelayStore) -> None:
@@ -51,7 +53,24 @@ async def test_log_page_exactly_at_the_end_has_no_cursor(opened: RelayStore) -> 
 async def test_log_entries_carry_token_kind_and_chain(opened: RelayStore) -> None:
     await append(opened, op("c1"), op("b1", kind="beacon", chain_id="did:dfos:a"))
     page = await opened.read_log(None, 5)
-    assert page.entries == (entry("c1"), entry("b1", "beacon"))
+    assert page.entries == (entry("c1", seq=1), entry("b1", "beacon", seq=2))
+
+
+async def test_commit_answers_the_head_seq_and_entries_carry_theirs(opened: RelayStore) -> None:
+    assert await append(opened, op("c1"), op("c2")) == 2
+    assert await commit(opened, CommitBatch(rejections=[])) == 2  # no ops: head unchanged
+    assert await append(opened, op("c3", chain_id="did:dfos:b")) == 3
+    page = await opened.read_log(None, 10)
+    assert [(e.cid, e.seq) for e in page.entries] == [("c1", 1), ("c2", 2), ("c3", 3)]
+    chain_page = await opened.read_chain_log("did:dfos:b", None, 10)
+    assert [(e.cid, e.seq) for e in chain_page.entries] == [("c3", 3)]
+    stored = await opened.get_operation("c2")
+    assert stored is not None and stored.seq == 2
+    async with opened.sequencing() as session:
+        found = await session.get_operations(["c3"])
+        rows = await session.read_state(StateQuery(cids=frozenset({"c1"})))
+    assert found["c3"].seq == 3
+    assert rows.operations["c1"].seq == 1
 
 
 async def test_unknown_cursor_raises(opened: RelayStore) -> None:
