@@ -21,7 +21,9 @@ class Queries:
     get_beacon: str = "SELECT did, cid, token, created_at_ms FROM beacons WHERE did = ?"
     get_countersigs: str = "SELECT token FROM countersigs WHERE target_cid = ? ORDER BY id"
     log_cursor: str = "SELECT pos, chain_id FROM ops WHERE cid = ?"
-    log_page: str = "SELECT cid, token, kind, chain_id, pos FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
+    log_page: str = (
+        "SELECT cid, token, kind, chain_id, pos FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
+    )
     chain_log_page: str = (
         "SELECT cid, token, kind, chain_id, pos FROM ops "
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
