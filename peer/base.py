@@ -92,8 +92,12 @@ class PeerConfig:
         object.__setattr__(self, "url", normalize_peer_url(self.url))
 
 
-_FLAG_KEYS = {"gossip": "gossip", "readThrough": "read_through", "read_through": "read_through",
-              "sync": "sync"}
+_FLAG_KEYS = {
+    "gossip": "gossip",
+    "readThrough": "read_through",
+    "read_through": "read_through",
+    "sync": "sync",
+}
 
 
 def parse_peer_config(value: object) -> PeerConfig:
@@ -142,6 +146,9 @@ class PeerLogEntry:
 class PeerLogPage:
     entries: tuple[PeerLogEntry, ...]
     cursor: str | None
+    # The peer said our ``after`` means nothing to it (its store was rebuilt,
+    # or it never issued that cursor): an empty page that is not "caught up".
+    cursor_unknown: bool = False
 
 
 def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
@@ -163,7 +170,8 @@ def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
         if not isinstance(cid, str) or not isinstance(token, str) or not cid or not token:
             raise PeerMalformedPage(peer_url, "log entry lacks string 'cid'/'jwsToken'")
         entries.append(PeerLogEntry(cid, token))
-    return PeerLogPage(tuple(entries), cursor)
+    unknown = data.get(UNKNOWN_CURSOR_FIELD) is True
+    return PeerLogPage(tuple(entries), cursor, cursor_unknown=unknown)
 
 
 class PeerClient(Protocol):
@@ -198,3 +206,8 @@ class PeerClient(Protocol):
 # only. Without it two relays that read through each other would wait on each
 # other's single-flight for the same chain until both time out.
 LOCAL_ONLY_HEADER = "x-dfos-local-only"
+
+# Additive to v0.7.1, which answers an unknown ``after`` with an empty last
+# page: our relays also send this header and field so a follower can tell.
+UNKNOWN_CURSOR_HEADER = "X-DFOS-Cursor"
+UNKNOWN_CURSOR_FIELD = "cursorUnknown"

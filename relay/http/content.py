@@ -39,7 +39,9 @@ from .errors import ApiError
 from .params import read_body_capped
 
 HEAD_REF = "head"
-DOCUMENT_MEDIA_TYPE = "application/json"  # documents are JSON
+# Blobs are opaque bytes (openapi.yaml, v0.7.1 relays): a client must get the
+# stored bytes, not a JSON value it would re-serialise.
+BLOB_MEDIA_TYPE = "application/octet-stream"
 Handler = Callable[[Request], Awaitable[Response]]
 
 _STATUS: dict[type[ContentAccessError], int] = {
@@ -119,7 +121,14 @@ async def upload_blob(request: Request) -> Response:
     body = await read_body_capped(request, relay.config.max_blob_bytes)
     check_document(body, document_cid)
     await relay.store.put_blob(content.creator_did, document_cid, body)
-    return JSONResponse({"status": "stored", "contentId": content_id, "documentCID": document_cid})
+    return JSONResponse(
+        {
+            "status": "stored",
+            "contentId": content_id,
+            "documentCID": document_cid,
+            "operationCID": op.cid,  # what v0.7.1 clients read
+        }
+    )
 
 
 @content_plane
@@ -142,4 +151,4 @@ async def download_blob(request: Request) -> Response:
     blob = await relay.store.get_blob(content.creator_did, document_cid)
     if blob is None:
         raise ApiError(404, "the document has not been uploaded to this relay")
-    return Response(blob, media_type=DOCUMENT_MEDIA_TYPE, headers={"X-Document-CID": document_cid})
+    return Response(blob, media_type=BLOB_MEDIA_TYPE, headers={"X-Document-CID": document_cid})

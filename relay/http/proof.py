@@ -13,7 +13,7 @@ from typing import Any, Literal
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from peer.base import LOCAL_ONLY_HEADER
+from peer.base import LOCAL_ONLY_HEADER, UNKNOWN_CURSOR_FIELD, UNKNOWN_CURSOR_HEADER
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
@@ -85,11 +85,16 @@ async def get_operation_countersignatures(request: Request) -> JSONResponse:
 
 
 async def get_countersignatures(request: Request) -> JSONResponse:
+    # v0.7.1 relays answer 200 (possibly empty) for any known operation and
+    # 404 only for a CID that is neither an operation nor a countersigned
+    # target. WEB-RELAY.md names the field ``cid``, v0.7.1 clients read
+    # ``operationCID``: both are sent.
+    store = relay_of(request).store
     cid = request.path_params["cid"]
-    tokens = await relay_of(request).store.get_countersignatures(cid)
-    if not tokens:
+    tokens = await store.get_countersignatures(cid)
+    if not tokens and await store.get_operation(cid) is None:
         raise ApiError(404, "no countersignatures for this CID")
-    return JSONResponse({"cid": cid, "countersignatures": tokens})
+    return JSONResponse({"cid": cid, "operationCID": cid, "countersignatures": tokens})
 
 
 async def _chain_or_404(
@@ -119,22 +124,37 @@ async def get_content(request: Request) -> JSONResponse:
 
 async def _chain_log(
     request: Request, kind: Literal["identity", "content"], chain_id: str
-) -> LogPage:
+) -> LogPage | None:
+    """The page after ``after``, or None when ``after`` is not in this chain."""
     after, limit = page_params(request)
     await _chain_or_404(request, kind, chain_id)
     try:
         return await relay_of(request).store.read_chain_log(chain_id, after, limit)
-    except UnknownCursorError as exc:
-        raise ApiError(400, "after is not an operation of this chain") from exc
+    except UnknownCursorError:
+        return None
+
+
+def unknown_cursor_response() -> JSONResponse:
+    """v0.7.1 answers an unknown ``after`` with an empty last page; we say so
+    too (header and field, both additive) so a follower can tell "caught up"
+    from "your cursor means nothing here" and reset instead of stalling."""
+    return JSONResponse(
+        {"entries": [], "cursor": None, UNKNOWN_CURSOR_FIELD: True},
+        headers={UNKNOWN_CURSOR_HEADER: "unknown"},
+    )
 
 
 async def get_identity_log(request: Request) -> JSONResponse:
     page = await _chain_log(request, "identity", request.path_params["did"])
+    if page is None:
+        return unknown_cursor_response()
     return JSONResponse(wire.chain_log(page))
 
 
 async def get_content_log(request: Request) -> JSONResponse:
     page = await _chain_log(request, "content", request.path_params["content_id"])
+    if page is None:
+        return unknown_cursor_response()
     return JSONResponse(wire.chain_log(page))
 
 
@@ -157,6 +177,6 @@ async def get_log(request: Request) -> JSONResponse:
     after, limit = page_params(request)
     try:
         page = await relay.store.read_log(after, limit)
-    except UnknownCursorError as exc:
-        raise ApiError(400, "after is not an entry of this log") from exc
+    except UnknownCursorError:
+        return unknown_cursor_response()
     return JSONResponse(wire.global_log(page))

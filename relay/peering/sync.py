@@ -17,8 +17,11 @@ entry it served (used only if that entry really is the op with that CID).
 
 A page holding ops that are permanently rejected here ends the peer's cycle
 (after its cursor is saved: re-reading it cannot help) and backs the peer
-off. Each cycle stops after ``sync_budget_ops`` entries per peer, so one huge
-peer cannot starve the others; the rest comes in later cycles.
+off. A peer that answers our cursor as unknown (its store was rebuilt)
+costs one reset per cycle: we read its log again from the beginning, which
+is safe because ingest is idempotent, and never invent a cursor. Each cycle
+stops after ``sync_budget_ops`` entries per peer, so one huge peer cannot
+starve the others; the rest comes in later cycles.
 """
 
 from __future__ import annotations
@@ -70,11 +73,20 @@ class SyncIn:
         budget = self._config.sync_budget_ops
         cursor = await host.store.get_peer_cursor(url)
         new = 0
+        reset_allowed = True
         fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
         try:
             while fetch is not None:
                 page = await fetch
                 fetch = None
+                if page.cursor_unknown and cursor is not None and reset_allowed:
+                    log.warning(
+                        "peer %s does not know our cursor %s; reading from the start", url, cursor
+                    )
+                    reset_allowed = False
+                    cursor = None
+                    fetch = self._fetch(url, None, budget)
+                    continue
                 if not page.entries:
                     break
                 budget -= len(page.entries)

@@ -25,7 +25,7 @@ async def test_creator_reads_by_operation_cid(uploaded: World) -> None:
         response = await w.download(w.alice, op)
         assert response.status_code == 200
         assert response.content == doc_bytes(w.docs[op])
-        assert response.headers["content-type"] == "application/json"
+        assert response.headers["content-type"] == "application/octet-stream"
         assert response.headers["x-document-cid"] == cid_of(w.docs[op])
 
 

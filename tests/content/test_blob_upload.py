@@ -18,6 +18,7 @@ async def test_creator_uploads_the_document_of_an_operation(world: World) -> Non
         "status": "stored",
         "contentId": world.chain.content_id,
         "documentCID": cid_of(world.docs[world.genesis]),
+        "operationCID": world.genesis,
     }
 
 

@@ -35,8 +35,8 @@ async def test_upload_then_read_as_creator_and_reader(served: World) -> None:
     for actor, credential in ((w.alice, None), (w.carol, w.credential(w.alice, w.carol))):
         response = await w.download(actor, w.bob_update, credential)
         assert response.status_code == 200
-        assert response.content == pretty
-        assert response.headers["content-type"] == "application/json"
+        assert response.content == pretty  # byte for byte, not re-serialised
+        assert response.headers["content-type"] == "application/octet-stream"
         assert response.headers["x-document-cid"] == cid_of(w.docs[w.bob_update])
 
 

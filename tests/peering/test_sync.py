@@ -112,3 +112,24 @@ async def test_interval_loop_syncs_in_the_background(tmp_path: Path) -> None:
             if len(b) >= len(tokens):
                 break
         await assert_converged(mesh)
+
+
+async def test_a_cursor_the_peer_no_longer_knows_resets_once_to_the_start(
+    tmp_path: Path,
+) -> None:
+    """The peer rebuilt its store, so our saved cursor means nothing there: it
+    answers an empty page marked ``cursorUnknown``; we read from the start."""
+    tokens = mixed_workload(60, seed=16, now_ms=PAST_MS)
+    peers = {0: [PeerConfig("http://relay-b.test", gossip=False, read_through=False)], 1: []}
+    async with in_process_mesh(tmp_path, 2, peers=peers) as mesh:
+        a, b = mesh.relays
+        await b.ingest(tokens)
+        # a cursor B never issued (as after a rebuild of B's log)
+        foreign = "bafyreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+        await a.store.set_peer_cursor(mesh.urls[1], foreign)
+        assert await a.sync_from_peers() >= len(tokens)
+        b_cids = {e["cid"] for e in await global_log(mesh.http, mesh.urls[1])}
+        a_cids = {e["cid"] for e in await global_log(mesh.http, mesh.urls[0])}
+        assert b_cids <= a_cids
+        # the cursor now saved is one B issued
+        assert await a.store.get_peer_cursor(mesh.urls[1]) in b_cids

@@ -23,7 +23,7 @@ async def test_countersign_waits_for_its_target(client: httpx.AsyncClient) -> No
     await get_json(client, f"/countersignatures/{target}", status=404)
     assert statuses(await post(client, [art])) == ["new"]
     body = await get_json(client, f"/countersignatures/{target}")
-    assert body == {"cid": target, "countersignatures": [cs_token]}
+    assert body == {"cid": target, "operationCID": target, "countersignatures": [cs_token]}
     op = await get_json(client, f"/operations/{cs}")
     assert op["kind"] == "countersign" and op["chainId"] == target
 
@@ -92,4 +92,10 @@ async def test_read_routes_404(client: httpx.AsyncClient) -> None:
     # A known op without countersignatures: the op-scoped route answers [].
     body = await get_json(client, f"/operations/{alice.head_cid}/countersignatures")
     assert body == {"operationCID": alice.head_cid, "countersignatures": []}
-    await get_json(client, f"/countersignatures/{alice.head_cid}", status=404)
+    # v0.7.1: the target-scoped route also answers a known op with [] (not 404).
+    body = await get_json(client, f"/countersignatures/{alice.head_cid}")
+    assert body == {
+        "cid": alice.head_cid,
+        "operationCID": alice.head_cid,
+        "countersignatures": [],
+    }

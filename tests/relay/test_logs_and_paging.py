@@ -93,14 +93,27 @@ async def test_bad_paging_parameters_are_400(client: httpx.AsyncClient, query: s
     assert response.status_code == 400 and "error" in response.json()
 
 
-async def test_unknown_after_cursor_is_400(client: httpx.AsyncClient) -> None:
+async def test_unknown_after_cursor_is_an_empty_page_marked_unknown(
+    client: httpx.AsyncClient,
+) -> None:
+    # v0.7.1 wire: 200 with an empty last page. Additive: a header and a field
+    # tell a follower its cursor means nothing here (so it resets, not stalls).
     b = WorkloadBuilder(seed=114, start_ms=PAST_MS)
     alice, bob = b.identity(), b.identity()
+    chain = b.content_create(alice)
     await post(client, b.tokens)
     unknown = "bafyreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
-    for path in (f"/log?after={unknown}", f"/identities/{alice.did}/log?after={bob.head_cid}"):
+    for path in (
+        f"/log?after={unknown}",
+        f"/identities/{alice.did}/log?after={bob.head_cid}",
+        f"/content/{chain.content_id}/log?after={alice.head_cid}",
+    ):
         response = await client.get(path)
-        assert response.status_code == 400 and "error" in response.json()
+        assert response.status_code == 200, path
+        assert response.json() == {"entries": [], "cursor": None, "cursorUnknown": True}
+        assert response.headers["x-dfos-cursor"] == "unknown"
+    known = await client.get(f"/log?after={alice.head_cid}")
+    assert "cursorUnknown" not in known.json() and "x-dfos-cursor" not in known.headers
 
 
 async def test_chain_log_of_unknown_chain_is_404(client: httpx.AsyncClient) -> None:
