@@ -4,8 +4,8 @@ Postgres schema, two client processes posting independent workloads
 >= 1.5x), and where the CPU went: CPU-milliseconds per op in the relay
 workers, in Postgres (all its processes) and in the clients, read from
 /proc, so a run on a small machine shows what the cores were spent on.
-The server is ``tests.support.app_from_env:app`` (store URL from
-``DFOS_STORE_URL``).
+The server is ``hypercorn relay.asgi:app`` (store URL from
+``DFOS_RELAY_STORE``), started by ``tests.support.relay_process``.
 
     .venv/bin/python -m bench.pg_workers --ops 4000
 """

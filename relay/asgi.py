@@ -3,9 +3,9 @@
 ``hypercorn relay.asgi:app`` (or any ASGI host) serves a relay configured
 from ``DFOS_RELAY_*`` environment variables alone (see ``relay.settings``);
 ``dfos-relay serve --workers N`` uses the same path in each worker. The
-module-level ``app`` is built on first access, not on import, so importing
-this module has no side effects. ``create_app(env)`` is the explicit
-factory.
+module-level ``app`` builds the relay on its first call (the lifespan
+startup), not on import, so importing this module has no side effects.
+``create_app(env)`` is the explicit factory.
 
 Here, and only here, concrete backends are chosen: the store from its URL
 (``stores.factory``), the HTTP peer client and the peering service.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from relay.peering.api import PeeringService
     from stores.base import RelayStore
 
-__all__ = ["create_app", "relay_from_settings", "store_from_url"]
+__all__ = ["app", "create_app", "relay_from_settings", "store_from_url"]
 
 
 def store_from_url(url: str, source: str = "--store") -> RelayStore:
@@ -78,13 +78,24 @@ def create_app(env: Mapping[str, str]) -> Any:
     return relay_from_settings(settings).app
 
 
-_app: Any = None
+class _RelayFromEnvironment:
+    """The ASGI app of ``hypercorn relay.asgi:app``, built on its first call.
+
+    A real module attribute (hypercorn's loader evaluates ``app`` in the
+    module's namespace and never consults a module ``__getattr__``), yet
+    importing this module still reads no environment and opens nothing.
+    """
+
+    def __init__(self) -> None:
+        self._app: Any = None
+
+    def _built(self) -> Any:
+        if self._app is None:
+            self._app = create_app(os.environ)
+        return self._app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._built()(scope, receive, send)
 
 
-def __getattr__(name: str) -> Any:
-    global _app
-    if name != "app":
-        raise AttributeError(name)
-    if _app is None:
-        _app = create_app(os.environ)
-    return _app
+app = _RelayFromEnvironment()

@@ -68,16 +68,9 @@ def _fail(command: str, message: object, status: int) -> int:
     return status
 
 
-def _last_line(exc: BaseException) -> str:
-    """Hypercorn wraps lifespan failures with the whole traceback; keep the
-    final ``Type: message`` line (the traceback itself is in the log)."""
-    lines = [line.strip(" '\"") for line in str(exc).splitlines() if line.strip(" '\"")]
-    return lines[-1] if lines else type(exc).__name__
-
-
 def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.asgi import relay_from_settings
-    from relay.cli.serve import serve
+    from relay.cli.serve import ServeError, serve
     from relay.observability.logging import configure_logging
     from relay.settings import SettingsError, load_settings, settings_env
 
@@ -89,8 +82,8 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     configure_logging(settings.log_level)
     try:
         return serve(settings, relay.app, settings_env(args, env))
-    except Exception as exc:  # start-up failures (store unreachable, port taken)
-        return _fail("serve", _last_line(exc), EXIT_FAILURE)
+    except ServeError as exc:  # start-up failures (store unreachable, port taken)
+        return _fail("serve", exc, EXIT_FAILURE)
 
 
 def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -6,26 +6,40 @@ being ingested holds the ingest lock and commits in one transaction, so it
 lands entirely or not at all); then the lifespan stops the relay, whose
 ``peering.stop()`` flushes the gossip queue, and closes the store.
 
-One worker serves the app built here in-process. Several workers each
-import ``relay.asgi:app``, configured by the merged ``DFOS_RELAY_*``
-environment this process hands down.
+The listening sockets are made here, before anything starts, so a taken
+port or an unresolvable host is one line naming the address. One worker
+serves the app built here in-process. Several workers are supervised here
+rather than by ``hypercorn.run``: each imports ``relay.asgi:app`` (configured
+by the merged ``DFOS_RELAY_*`` environment handed down), a worker that
+cannot start reports one line and makes the command fail, and the others
+are stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import os
+import re
 import signal
+import sys
+from multiprocessing.connection import wait
+from multiprocessing.context import SpawnProcess
 from typing import Any
 
-from hypercorn.config import Config
+from hypercorn.config import Config, Sockets
 
 from relay.settings import DEFAULT_GRACEFUL_TIMEOUT_S, ServeSettings
 
 ASGI_APP_PATH = "relay.asgi:app"
+WORKER_START_FAILED = 3
 
 log = logging.getLogger("dfos_relay.serve")
+
+
+class ServeError(Exception):
+    """A start-up failure, already phrased as the one line to print."""
 
 
 def hypercorn_config(settings: ServeSettings) -> Config:
@@ -38,24 +52,118 @@ def hypercorn_config(settings: ServeSettings) -> Config:
     return config
 
 
-async def _serve_one(app: Any, config: Config) -> None:
-    from hypercorn.asyncio import serve
+def listen(config: Config, settings: ServeSettings) -> Sockets:
+    """The bound sockets, or a ``ServeError`` that names the address."""
+    try:
+        return config.create_sockets()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ServeError(f"cannot listen on {settings.host}:{settings.port}: {reason}") from None
+
+
+def failure_line(exc: BaseException) -> str:
+    """The last meaningful line of a start-up failure, without module paths.
+
+    Hypercorn wraps lifespan failures with the whole traceback as the
+    message; the reader wants the final ``message`` only."""
+    lines = [line.strip(" '\"") for line in str(exc).splitlines() if line.strip(" '\"")]
+    last = lines[-1] if lines else type(exc).__name__
+    return re.sub(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Failure): ", "", last)
+
+
+def _close(sockets: Sockets) -> None:
+    for sock in (*sockets.secure_sockets, *sockets.insecure_sockets, *sockets.quic_sockets):
+        sock.close()
+
+
+async def _serve_one(app: Any, config: Config, sockets: Sockets) -> None:
+    from hypercorn.asyncio.run import worker_serve
+    from hypercorn.utils import wrap_app
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+    wrapped = wrap_app(app, config.wsgi_max_body_size, None)
+    await worker_serve(wrapped, config, sockets=sockets, shutdown_trigger=stop.wait)
     log.info("stopped")
 
 
-def serve(settings: ServeSettings, app: Any, worker_env: dict[str, str]) -> int:
-    config = hypercorn_config(settings)
-    if settings.workers == 1:
-        asyncio.run(_serve_one(app, config))
-        return 0
-    from hypercorn.run import run
+def _worker(config: Config, sockets: Sockets, shutdown: Any, failures: Any, index: int) -> None:
+    """A worker process: hypercorn's asyncio worker, failing in one line."""
+    from hypercorn.asyncio.run import asyncio_worker
 
+    from relay.observability.logging import configure_logging
+
+    configure_logging(os.environ.get("DFOS_RELAY_LOG_LEVEL", "info"))
+    try:
+        asyncio_worker(config, sockets, shutdown)
+    except Exception as exc:  # reported as one line, then the process fails
+        line = failure_line(exc)
+        failures.put((index, line))
+        log.error("worker %d failed to start: %s", index, line)
+        sys.exit(WORKER_START_FAILED)
+
+
+def _serve_workers(config: Config, sockets: Sockets) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    shutdown = ctx.Event()
+    failures = ctx.SimpleQueue()
+    stopping = False
+
+    def on_signal(*_: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        shutdown.set()
+
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    processes: list[SpawnProcess] = []
+    try:
+        config.application_path = ASGI_APP_PATH
+        for index in range(config.workers):
+            process = ctx.Process(
+                target=_worker, args=(config, sockets, shutdown, failures, index), daemon=False
+            )
+            process.start()
+            processes.append(process)
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        failed: SpawnProcess | None = None
+        alive = list(processes)
+        while alive:
+            done = wait([p.sentinel for p in alive], timeout=0.5)
+            for process in [p for p in alive if p.sentinel in done]:
+                process.join()
+                alive.remove(process)
+                if process.exitcode != 0 and not stopping and failed is None:
+                    failed = process
+                    shutdown.set()  # one worker down: stop the others, fail
+        if failed is not None:
+            reason = failures.get() if not failures.empty() else None
+            detail = reason[1] if reason else f"exit status {failed.exitcode}"
+            raise ServeError(f"a worker could not start: {detail}")
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _close(sockets)
+
+
+def serve(settings: ServeSettings, app: Any, worker_env: dict[str, str]) -> int:
+    """Serve until a signal; raise ``ServeError`` when serving cannot start."""
+    config = hypercorn_config(settings)
+    sockets = listen(config, settings)
+    if settings.workers == 1:
+        try:
+            asyncio.run(_serve_one(app, config, sockets))
+        except Exception as exc:
+            raise ServeError(failure_line(exc)) from None
+        finally:
+            _close(sockets)
+        return 0
     os.environ.update(worker_env)
-    config.application_path = ASGI_APP_PATH
-    return run(config)
+    _serve_workers(config, sockets)
+    return 0

@@ -73,8 +73,9 @@ def test_transfer_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_peered_serve_syncs_and_reports_peer_metrics(seeded: RelayProcess) -> None:
-    follower = RelayProcess(["--store", "memory://", "--peer", f"{seeded.url}#sync",
-                             "--sync-interval", "0.2"])
+    follower = RelayProcess(
+        ["--store", "memory://", "--peer", f"{seeded.url}#sync", "--sync-interval", "0.2"]
+    )
     try:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:

@@ -124,14 +124,3 @@ def test_sigterm_mid_batch_loses_nothing_and_did_survives(
             assert set(accepted) <= _logged_cids(client)
     finally:
         second.stop()
-
-
-def test_asgi_app_from_environment_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    import relay.asgi as asgi
-
-    monkeypatch.setenv("DFOS_RELAY_STORE", "memory://")
-    monkeypatch.setenv("DFOS_RELAY_NO_LOG", "1")
-    monkeypatch.setattr(asgi, "_app", None)
-    app = asgi.app
-    assert app.state.relay.config.log is False
-    assert asgi.app is app  # built once

@@ -1,5 +1,6 @@
-"""A relay in a child process (hypercorn on loopback) that tests can SIGKILL
-and restart on the same store."""
+"""A relay in a child process that tests can SIGKILL and restart on the same
+store: ``hypercorn relay.asgi:app`` exactly as README and OPERATIONS.md
+document it, configured by ``DFOS_RELAY_*`` alone."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
 
 from relay.testing.server import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class RelayProcess:
@@ -30,14 +30,16 @@ class RelayProcess:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self, timeout: float = 30.0) -> None:
-        env = {**os.environ, "DFOS_STORE_URL": self.store_url, "PYTHONPATH": str(ROOT)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
+        env["DFOS_RELAY_STORE"] = self.store_url
+        env["DFOS_RELAY_LOG_LEVEL"] = "warning"  # stderr is a pipe read only on failure
         cmd = [
-            sys.executable, "-m", "hypercorn", "tests.support.app_from_env:app",
+            str(Path(sys.executable).parent / "hypercorn"), "relay.asgi:app",
             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd,
-            cwd=ROOT,
+            cwd=tempfile.gettempdir(),  # the installed package, not the checkout
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
