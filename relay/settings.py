@@ -178,6 +178,7 @@ class Option:
     kind: Kind
     parse: Callable[[str], Any]
     help: str
+    metavar: str = "VALUE"  # what the flag takes, as --help shows it
 
     @property
     def env(self) -> str:
@@ -185,9 +186,17 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("host", "--host", "HOST", "value", _host, f"bind address (default {DEFAULT_HOST})"),
     Option(
-        "port", "--port", "PORT", "value", _int_in(1, 65535), f"TCP port (default {DEFAULT_PORT})"
+        "host", "--host", "HOST", "value", _host, f"bind address (default {DEFAULT_HOST})", "HOST"
+    ),
+    Option(
+        "port",
+        "--port",
+        "PORT",
+        "value",
+        _int_in(1, 65535),
+        f"TCP port (default {DEFAULT_PORT})",
+        "PORT",
     ),
     Option(
         "store",
@@ -197,6 +206,7 @@ OPTIONS: tuple[Option, ...] = (
         _store,
         f"memory://, sqlite:///PATH or postgresql://USER@HOST:PORT/DB "
         f"(default {DEFAULT_STORE_URL})",
+        "URL",
     ),
     Option(
         "workers",
@@ -205,6 +215,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _int_in(1),
         "hypercorn worker processes (default 1; >1 needs a shared store)",
+        "N",
     ),
     Option(
         "content",
@@ -229,6 +240,7 @@ OPTIONS: tuple[Option, ...] = (
         "list",
         _peers,
         "peer URL, repeatable; URL#gossip+read-through+sync enables only those",
+        "URL[#behaviours]",
     ),
     Option(
         "sync_interval_s",
@@ -237,6 +249,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _interval,
         f"seconds between sync-in cycles (default {DEFAULT_SYNC_INTERVAL_S:g}; 0: off)",
+        "SECONDS",
     ),
     Option(
         "max_body_bytes",
@@ -245,6 +258,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _int_in(1),
         f"request body cap, 413 beyond (default {DEFAULT_MAX_BODY_BYTES})",
+        "BYTES",
     ),
     Option(
         "max_blob_bytes",
@@ -253,6 +267,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _int_in(1),
         f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
+        "BYTES",
     ),
     Option(
         "log_level",
@@ -261,6 +276,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _log_level,
         f"{'/'.join(LOG_LEVELS)} (default {DEFAULT_LOG_LEVEL})",
+        "LEVEL",
     ),
     Option(
         "rate_limit",
@@ -269,6 +285,7 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         parse_rate_limit,
         "POST /operations per client IP: N/s, N/m or N/h, or off (default off)",
+        "RATE",
     ),
     Option(
         "trusted_proxies",
@@ -277,6 +294,7 @@ OPTIONS: tuple[Option, ...] = (
         "list",
         _proxies,
         "proxy IP/CIDR whose X-Forwarded-For is believed, repeatable",
+        "IP/CIDR",
     ),
 )
 
@@ -300,12 +318,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                 dest=opt.field,
                 action="append",
                 default=None,
-                metavar="VALUE",
+                metavar=opt.metavar,
                 help=opt.help + env_help,
             )
         else:
             parser.add_argument(
-                opt.flag, dest=opt.field, default=None, metavar="VALUE", help=opt.help + env_help
+                opt.flag,
+                dest=opt.field,
+                default=None,
+                metavar=opt.metavar,
+                help=opt.help + env_help,
             )
 
 

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["build_parser", "get_session", "run_convergence", "run_job"]
+__all__ = [
+    "add_arguments",
+    "build_parser",
+    "get_session",
+    "run_convergence",
+    "run_job",
+    "run_parsed",
+]
 
 DEFAULT_SHUFFLE_PARTITIONS = 4
 LOCAL_DRIVER_MEMORY = "3g"
@@ -33,19 +40,42 @@ EXIT_AGREE, EXIT_DIVERGED, EXIT_BAD_INPUT = 0, 1, 2
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="converge", description="Check whether relay log dumps have converged."
+DESCRIPTION = "Check whether relay log dumps have converged."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job's options; shared by spark-submit and ``dfos-relay converge``."""
+    parser.add_argument(
+        "dumps", nargs="+", metavar="DUMP", help="NAME=PATH or PATH (.jsonl[.gz] or a directory)"
     )
-    parser.add_argument("dumps", nargs="+", metavar="DUMP", help="name=path or path")
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's)")
+    parser.add_argument(
+        "--master", default=None, metavar="URL", help="Spark master (default: spark-submit's)"
+    )
     parser.add_argument("--verify", action="store_true", help="re-verify every operation")
-    parser.add_argument("--out", default=None, help="write the JSON report here")
-    parser.add_argument("--parquet", default=None, help="write the difference tables here")
-    parser.add_argument("--shuffle-partitions", type=int, default=DEFAULT_SHUFFLE_PARTITIONS)
-    parser.add_argument("--max-listed", type=int, default=DEFAULT_MAX_LISTED,
-                        help="cap on items per list in the JSON report")
+    parser.add_argument("--out", default=None, metavar="FILE", help="write the JSON report here")
+    parser.add_argument(
+        "--parquet", default=None, metavar="DIR", help="write the difference tables here"
+    )
+    parser.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=DEFAULT_SHUFFLE_PARTITIONS,
+        metavar="N",
+        help=f"Spark shuffle partitions (default {DEFAULT_SHUFFLE_PARTITIONS})",
+    )
+    parser.add_argument(
+        "--max-listed",
+        type=int,
+        default=DEFAULT_MAX_LISTED,
+        metavar="N",
+        help=f"cap on items per list in the JSON report (default {DEFAULT_MAX_LISTED})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no summary on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="converge", description=DESCRIPTION)
+    add_arguments(parser)
     return parser
 
 
@@ -139,13 +169,18 @@ def _invalid(
 
 def run_convergence(argv: list[str], spark: SparkSession | None = None) -> int:
     """Run the job; print the summary; return the exit code (0, 1 or 2)."""
+    try:
+        args = build_parser().parse_intermixed_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return EXIT_BAD_INPUT if exc.code else EXIT_AGREE
+    return run_parsed(args, spark)
+
+
+def run_parsed(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
+    """``run_convergence`` for arguments already parsed (``dfos-relay converge``)."""
     from spark.dumps import InputError
     from spark.report import summary, write_json
 
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed the usage error
-        return EXIT_BAD_INPUT if exc.code else EXIT_AGREE
     try:
         session = spark or get_session(args.master, args.shuffle_partitions)
         if spark is not None:

@@ -46,21 +46,42 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(serve)
 
     dump = commands.add_parser("dump-log", help="dump a relay's global log to JSON Lines")
-    dump.add_argument("url", help="base URL of the relay")
-    dump.add_argument("-o", "--output", required=True, help="output file (.jsonl or .jsonl.gz)")
+    dump.add_argument("url", metavar="URL", help="base URL of the relay")
+    dump.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="output file (.jsonl or .jsonl.gz)"
+    )
     dump.add_argument("--no-resume", action="store_true", help="overwrite instead of resuming")
 
     imp = commands.add_parser("import", help="ingest a JSON Lines export into a store")
-    imp.add_argument("file", help="a dump-log file (.jsonl or .jsonl.gz)")
+    imp.add_argument("file", metavar="FILE", help="a dump-log file (.jsonl or .jsonl.gz)")
     imp.add_argument(
         "--store",
         default=None,
+        metavar="URL",
         help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
     )
 
-    conv = commands.add_parser("converge", help="run the Spark convergence job", add_help=False)
-    conv.add_argument("args", nargs=argparse.REMAINDER)
+    from spark.convergence import DESCRIPTION, add_arguments
+
+    conv = commands.add_parser(
+        "converge", help="run the Spark convergence job", description=DESCRIPTION
+    )
+    add_arguments(conv)
     return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Options and positionals in any order, for every subcommand.
+
+    argparse stops filling a positional list at the first option; the
+    positionals it then leaves over belong to the command's own list."""
+    args, extra = parser.parse_known_args(argv)
+    stray = [a for a in extra if a.startswith("-")]
+    if stray or (extra and not isinstance(getattr(args, "dumps", None), list)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.dumps.extend(extra)
+    return args
 
 
 def _fail(command: str, message: object, status: int) -> int:
@@ -102,15 +123,19 @@ def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _converge(args: argparse.Namespace) -> int:
-    try:
-        from spark.convergence import run_convergence
-    except ImportError as exc:
-        return _fail("converge", f"the convergence job is not available: {exc}", EXIT_FAILURE)
-    return int(run_convergence(list(args.args)) or 0)
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        return _fail(
+            "converge", "pyspark is not installed (pip install 'dfos-relay[spark]')", EXIT_FAILURE
+        )
+    from spark.convergence import run_parsed
+
+    return int(run_parsed(args) or 0)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
     if args.command == "serve":
         return _serve(args, environ)

@@ -50,8 +50,12 @@ def drop_torn_tail(path: Path) -> int:
 async def dump_command(url: str, out: str, resume: bool) -> int:
     from relay.dumplog import DumpError, dump_log
 
+    target = Path(out)
+    if not target.parent.is_dir():
+        raise TransferError(f"{out}: the directory {target.parent} does not exist")
+    existed = target.exists()
     if resume:
-        drop_torn_tail(Path(out))
+        drop_torn_tail(target)
     progress = Progress(f"dump {url}")
 
     async def count_page(response: httpx.Response) -> None:
@@ -64,12 +68,24 @@ async def dump_command(url: str, out: str, resume: bool) -> int:
     async with httpx.AsyncClient(timeout=DUMP_TIMEOUT_S, event_hooks=hooks) as client:
         try:
             written = await dump_log(client, url, out, resume=resume)
-        except (DumpError, httpx.HTTPError) as exc:
-            raise TransferError(f"dump of {url} failed: {exc}") from None
+        except (DumpError, httpx.HTTPError, OSError) as exc:
+            if not existed:  # a failed first dump leaves no (empty) file behind
+                _remove_if_empty(target)
+            raise TransferError(f"dump of {url} failed: {_plain(exc)}") from None
         finally:
             progress.close()
     print(f"wrote {written} entries to {out}")
     return 0
+
+
+def _plain(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _remove_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.is_file() and path.stat().st_size == 0:
+            path.unlink()
 
 
 def _open(path: Path) -> IO[str]:
@@ -79,55 +95,87 @@ def _open(path: Path) -> IO[str]:
 
 
 def read_tokens(path: Path) -> Iterator[str]:
-    """The ``jwsToken`` of every line; a bad line raises ``TransferError``."""
-    with _open(path) as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                token = json.loads(line).get("jwsToken")
-            except (ValueError, AttributeError):
-                token = None
-            if not isinstance(token, str):
-                raise TransferError(f"{path}:{number}: not a log entry with a jwsToken")
-            yield token
+    """The ``jwsToken`` of every line; a bad line or file raises ``TransferError``."""
+    number = 0
+    try:
+        with _open(path) as fh:
+            for number, line in enumerate(fh, 1):
+                if line.strip():
+                    yield _token_of(path, number, line)
+    except UnicodeDecodeError:
+        raise TransferError(f"{path}:{number + 1}: not UTF-8 text") from None
+    except (EOFError, OSError) as exc:  # gzip.BadGzipFile is an OSError
+        raise TransferError(f"{path}: cannot read it: {_plain(exc)}") from None
+
+
+def _token_of(path: Path, number: int, line: str) -> str:
+    try:
+        token = json.loads(line).get("jwsToken")
+    except (ValueError, AttributeError):
+        token = None
+    if not isinstance(token, str):
+        raise TransferError(f"{path}:{number}: not a log entry with a jwsToken")
+    return token
 
 
 def _count_lines(path: Path) -> int:
-    with _open(path) as fh:
-        return sum(1 for line in fh if line.strip())
+    """Lines to import (for progress); an unreadable file is named here."""
+    return sum(1 for _ in read_tokens(path))
 
 
 async def import_command(path_text: str, store_url: str) -> int:
+    """Ingest a dump; exit 0 unless an entry was rejected for good.
+
+    Entries still waiting for a dependency that is not in the file are
+    reported apart from rejections: they sequence when it arrives."""
     from relay.asgi import store_from_url
     from relay.compose import create_relay
+    from stores.base import StoreError
 
     path = Path(path_text)
     if not path.is_file():
         raise TransferError(f"{path}: no such file")
-    relay = create_relay(store_from_url(store_url))
-    progress = Progress(f"import {path.name}", total=_count_lines(path))
+    store = store_from_url(store_url)  # a bad URL is a usage error, before reading
+    total = _count_lines(path)
+    relay = create_relay(store)
+    progress = Progress(f"import {path.name}", total=total)
     counts: Counter[str] = Counter()
-    async with relay.running():
-        batch: list[str] = []
-        for token in read_tokens(path):
-            batch.append(token)
-            if len(batch) == IMPORT_BATCH:
+    try:
+        async with relay.running():
+            before = await relay.store.log_length()
+            batch: list[str] = []
+            for token in read_tokens(path):
+                batch.append(token)
+                if len(batch) == IMPORT_BATCH:
+                    counts.update(await _ingest(relay, batch, progress))
+                    batch = []
+            if batch:
                 counts.update(await _ingest(relay, batch, progress))
-                batch = []
-        if batch:
-            counts.update(await _ingest(relay, batch, progress))
-        pending = await relay.store.count_unsequenced()
-    progress.close()
-    summary = ", ".join(f"{status} {counts[status]}" for status in ("new", "duplicate", "rejected"))
+            sequenced = await relay.store.log_length() - before
+            waiting = await relay.store.count_unsequenced()
+    except StoreError as exc:
+        raise TransferError(f"store {store_url}: {exc}") from None
+    finally:
+        progress.close()
     print(
-        f"imported {sum(counts.values())} entries into {store_url}: {summary}; pending {pending}",
-        file=sys.stdout,
+        f"imported {total} entries into {store_url}: sequenced {sequenced}, "
+        f"duplicate {counts['duplicate']}, rejected {counts['rejected']}, "
+        f"still waiting for dependencies {waiting}"
     )
+    if counts["rejected"]:
+        print(f"{counts['rejected']} entries were rejected (they do not verify)", file=sys.stderr)
+        return 1
     return 0
 
 
 async def _ingest(relay: Relay, batch: list[str], progress: Progress) -> Counter[str]:
+    """Per batch: ``new``, ``duplicate``, ``rejected`` (for good) or ``waiting``."""
     results = await relay.ingest(batch)
     progress.add(len(batch))
-    return Counter(str(getattr(r.status, "value", r.status)) for r in results)
+    counts: Counter[str] = Counter()
+    for r in results:
+        if r.reason is not None and not r.reason.is_permanent:
+            counts["waiting"] += 1
+        else:
+            counts[str(getattr(r.status, "value", r.status))] += 1
+    return counts
