@@ -34,3 +34,4 @@ class RelayConfig:
     profile: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_PROFILE)
     rate_limit: RateLimit | None = None  # POST /operations per client IP; None: off
     trusted_proxies: tuple[Network, ...] = ()  # whose X-Forwarded-For is believed
+    metrics_port: int | None = None  # set: /metrics answers on this local port only

@@ -66,6 +66,7 @@ class ServeSettings:
     log_level: str = DEFAULT_LOG_LEVEL
     rate_limit: RateLimit | None = None
     trusted_proxies: tuple[Network, ...] = ()
+    metrics_port: int | None = None  # None: /metrics on the main port
 
     def relay_config(self) -> RelayConfig:
         return RelayConfig(
@@ -75,6 +76,7 @@ class ServeSettings:
             max_blob_bytes=self.max_blob_bytes,
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
+            metrics_port=self.metrics_port,
         )
 
 
@@ -296,6 +298,15 @@ OPTIONS: tuple[Option, ...] = (
         "proxy IP/CIDR whose X-Forwarded-For is believed, repeatable",
         "IP/CIDR",
     ),
+    Option(
+        "metrics_port",
+        "--metrics-port",
+        "METRICS_PORT",
+        "value",
+        _int_in(1, 65535),
+        "serve /metrics on this port only, apart from the API (default: the main port)",
+        "PORT",
+    ),
 )
 
 
@@ -365,6 +376,9 @@ def parse_settings(
     if settings.workers > 1 and settings.store.startswith("memory:"):
         source = (sources or {}).get(ENV_PREFIX + "WORKERS", ENV_PREFIX + "WORKERS")
         raise SettingsError(source, "several workers need a shared store, not memory://")
+    if settings.metrics_port is not None and settings.metrics_port == settings.port:
+        source = (sources or {}).get(ENV_PREFIX + "METRICS_PORT", ENV_PREFIX + "METRICS_PORT")
+        raise SettingsError(source, "the metrics port must differ from --port")
     return settings
 
 

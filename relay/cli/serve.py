@@ -45,6 +45,8 @@ class ServeError(Exception):
 def hypercorn_config(settings: ServeSettings) -> Config:
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
+    if settings.metrics_port is not None:
+        config.bind.append(f"{settings.host}:{settings.metrics_port}")
     config.accesslog = None  # the request middleware logs each request as JSON
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = DEFAULT_GRACEFUL_TIMEOUT_S
@@ -58,7 +60,10 @@ def listen(config: Config, settings: ServeSettings) -> Sockets:
         return config.create_sockets()
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise ServeError(f"cannot listen on {settings.host}:{settings.port}: {reason}") from None
+        ports = f"{settings.port}" + (
+            f" (metrics {settings.metrics_port})" if settings.metrics_port else ""
+        )
+        raise ServeError(f"cannot listen on {settings.host}:{ports}: {reason}") from None
 
 
 def failure_line(exc: BaseException) -> str:

@@ -39,8 +39,17 @@ async def readyz(request: Request) -> JSONResponse:
     )
 
 
+def _local_port(request: Request) -> int | None:
+    server = request.scope.get("server")
+    return int(server[1]) if server and server[1] is not None else None
+
+
 async def metrics(request: Request) -> Response:
     relay = relay_of(request)
+    port = relay.config.metrics_port
+    if port is not None and _local_port(request) != port:
+        # Kept off the published API port: the operator scrapes the metrics port.
+        return JSONResponse({"error": "not found"}, status_code=404)
     if relay.started:
         try:
             await relay.metrics.refresh(relay.store)

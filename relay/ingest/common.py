@@ -112,9 +112,7 @@ def check_idempotency(sub: Submitted, view: StateView) -> Duplicate | Rejected |
         return rejection_for(exc)
     if derived != sub.cid:
         return Rejected(RejectReason.CID_MISMATCH, f"header cid {sub.cid} != derived {derived}")
-    return Rejected(
-        RejectReason.CID_CONFLICT, f"a different token for {sub.cid} is already stored"
-    )
+    return Rejected(RejectReason.CID_CONFLICT, f"a different token for {sub.cid} is already stored")
 
 
 def deleted_identity(did: str, role: str) -> Rejected:

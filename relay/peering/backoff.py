@@ -59,7 +59,12 @@ class Backoff:
         state.retry_at = self._clock() + delay
         log.warning(
             "peer %s: %s failed (%s: %s); backing off %.1fs after %d failure(s)",
-            peer_url, behavior, type(exc).__name__, exc, delay, state.failures,
+            peer_url,
+            behavior,
+            type(exc).__name__,
+            exc,
+            delay,
+            state.failures,
         )
         return delay
 

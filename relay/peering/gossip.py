@@ -58,7 +58,9 @@ class GossipLane:
             if self.dropped == 0 or self.dropped // 1000 != (self.dropped + dropped) // 1000:
                 log.warning(
                     "peer %s: gossip queue full (%d), dropped %d ops so far; sync will repair",
-                    self.peer_url, self._config.gossip_queue_max, self.dropped + dropped,
+                    self.peer_url,
+                    self._config.gossip_queue_max,
+                    self.dropped + dropped,
                 )
             self.dropped += dropped
 
@@ -106,7 +108,9 @@ class GossipLane:
             return
         log.error(
             "peer %s: gossip gave up on %d ops after %d attempts; sync will repair",
-            self.peer_url, len(batch), self._config.gossip_max_attempts,
+            self.peer_url,
+            len(batch),
+            self._config.gossip_max_attempts,
         )
 
 

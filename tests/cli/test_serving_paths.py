@@ -127,3 +127,25 @@ def test_a_port_in_use_is_one_line_naming_the_address(tmp_path: Path) -> None:
 def test_a_host_that_does_not_resolve_is_one_line_naming_it() -> None:
     line = _serve_fails("--host", "256.0.0.1", "--store", "memory://")
     assert line.startswith("dfos-relay serve: error: cannot listen on 256.0.0.1:4444")
+
+
+def test_metrics_port_keeps_metrics_off_the_api_port(tmp_path: Path) -> None:
+    metrics_port = free_port()
+    relay = RelayProcess(["--store", "memory://", "--metrics-port", str(metrics_port)])
+    try:
+        api = httpx.get(relay.url + "/metrics")
+        assert api.status_code == 404 and "error" in api.json()
+        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert scraped.status_code == 200 and "dfos_relay_log_length" in scraped.text
+        assert httpx.get(relay.url + "/healthz").status_code == 200
+    finally:
+        relay.stop()
+
+
+def test_metrics_port_equal_to_the_api_port_is_refused() -> None:
+    done = subprocess.run(
+        [DFOS_RELAY, "serve", "--port", "4999", "--metrics-port", "4999"],
+        env=clean_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "metrics port must differ" in done.stderr

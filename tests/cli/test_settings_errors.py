@@ -25,6 +25,7 @@ BAD_VALUES = {
     "--max-blob-bytes": "-5",
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
+    "--metrics-port": "99999",
     "--trusted-proxy": "10.0.0.300",
 }
 BAD_ENV = {
