@@ -35,3 +35,8 @@ class RelayConfig:
     rate_limit: RateLimit | None = None  # POST /operations per client IP; None: off
     trusted_proxies: tuple[Network, ...] = ()  # whose X-Forwarded-For is believed
     metrics_port: int | None = None  # set: /metrics answers on this local port only
+    # the changes feed (relay.feed.FeedConfig)
+    feed_replay_window: int | None = None  # keep the last N entries replayable; None: all
+    feed_max_subscribers: int = 1000
+    feed_heartbeat_s: float = 15.0
+    feed_send_timeout_s: float = 30.0

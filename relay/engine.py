@@ -17,11 +17,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from relay.config import RelayConfig
+from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
 from relay.relay_identity import new_relay_identity
-from relay.rules.outcomes import IngestionResult, Status
+from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
@@ -35,6 +36,15 @@ log = logging.getLogger("dfos_relay")
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def feed_config(config: RelayConfig) -> FeedConfig:
+    return FeedConfig(
+        replay_window=config.feed_replay_window,
+        max_subscribers=config.feed_max_subscribers,
+        heartbeat_s=config.feed_heartbeat_s,
+        send_timeout_s=config.feed_send_timeout_s,
+    )
 
 
 class RelayNotStartedError(RuntimeError):
@@ -62,6 +72,8 @@ class Relay:
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
         self._keypair: Ed25519Keypair | None = None
+        self.feed = Feed(store, feed_config(config), lambda: self.did)
+        self.ingestor.add_listener(self._wake_feed)
         self.started = False
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
 
@@ -102,6 +114,7 @@ class Relay:
         self.started = False
         if self.peering is not None:
             await self.peering.stop()
+        await self.feed.hub.close()
         await self.store.close()
 
     @asynccontextmanager
@@ -127,6 +140,10 @@ class Relay:
             if result.status is Status.REJECTED:
                 raise RuntimeError(f"relay identity does not verify: {result.error}")
         return identity
+
+    def _wake_feed(self, sequenced: Sequence[SequencedOp], source: str | None) -> None:
+        if sequenced:
+            self.feed.hub.notify(max(op.seq for op in sequenced))
 
     # operations ----------------------------------------------------------
     async def ingest(

@@ -120,6 +120,23 @@ class LogEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class FeedEntry:
+    """A log entry with what the changes feed filters and orders on: the
+    signer (``author_did``), the op's createdAt and, for chain ops, its
+    parent and the chain state after it."""
+
+    seq: int
+    cid: str
+    jws_token: str
+    kind: OperationKind
+    chain_id: str
+    author_did: str
+    created_at_ms: int
+    parent_cid: str | None = None
+    state: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LogPage:
     entries: tuple[LogEntry, ...]
     cursor: str | None
@@ -304,8 +321,45 @@ class RelayIdentityStore(Protocol):
     async def put_relay_identity(self, identity: RelayIdentityRecord) -> None: ...
 
 
+class FeedStore(Protocol):
+    """What the changes feed reads. A snapshot at seq S is every read bounded
+    by ``seq <= S``: ops are append-only and never change, so such reads see
+    the same rows at any later time, without a long-lived transaction."""
+
+    async def log_length(self) -> int:
+        """The head seq (positions are gapless, so the length)."""
+        ...
+
+    async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
+        """Entries with ``after_seq < seq <= until_seq`` in seq order, at most ``limit``."""
+        ...
+
+    async def read_roots(
+        self, until_seq: int, after: tuple[int, str] | None, limit: int
+    ) -> list[FeedEntry]:
+        """Ops without a parent (chain genesis ops, beacons, artifacts,
+        countersignatures) with ``seq <= until_seq``, ordered by (createdAt,
+        CID), strictly after the ``after`` key; at most ``limit``."""
+        ...
+
+    async def read_chain_entries(
+        self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        """Every op of ``chain_id`` of one of ``kinds`` with ``seq <= until_seq``,
+        in seq order, with parent and state."""
+        ...
+
+    async def get_feed_epoch(self) -> str:
+        """The epoch of this log's seq domain; minted on first use."""
+        ...
+
+    async def reset_feed_epoch(self) -> str:
+        """Mint and persist a new epoch (the seq domain was reset); return it."""
+        ...
+
+
 class RelayStore(
-    ProofReader, RawOpBuffer, BlobStore, PeerCursorStore, RelayIdentityStore, Protocol
+    ProofReader, RawOpBuffer, BlobStore, PeerCursorStore, RelayIdentityStore, FeedStore, Protocol
 ):
     async def open(self) -> None: ...
     async def close(self) -> None: ...

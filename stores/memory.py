@@ -14,13 +14,17 @@ from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from sortedcontainers import SortedList
+
 from stores.base import (
     BeaconRecord,
     ChainRecord,
     CommitBatch,
+    FeedEntry,
     IdentityKeyRecord,
     LogEntry,
     LogPage,
+    OperationKind,
     OperationRecord,
     PendingOp,
     Rejection,
@@ -29,6 +33,7 @@ from stores.base import (
     StateRows,
     UnknownCursorError,
 )
+from stores.epoch import new_epoch
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
 
@@ -55,6 +60,10 @@ class MemoryStore:
         self._blobs: dict[tuple[str, str], bytes] = {}
         self._cursors: dict[str, str] = {}
         self._identity: RelayIdentityRecord | None = None
+        # changes feed: parentless ops by (createdAt, CID); standalone ops by chain
+        self._roots: SortedList = SortedList()
+        self._standalone_log: dict[str, list[int]] = defaultdict(list)
+        self._epoch: str | None = None
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -153,6 +162,10 @@ class MemoryStore:
             self._log_pos[op.cid] = len(self._log)
             if op.kind in CHAIN_KINDS:
                 self._chain_log[op.chain_id].append(len(self._log))
+            else:
+                self._standalone_log[op.chain_id].append(len(self._log))
+            if op.parent_cid is None:
+                self._roots.add((op.created_at_ms, op.cid))
             self._log.append(LogEntry(op.cid, op.jws_token, op.kind, op.chain_id, seq))
         self._chains.update(batch.chains)
         for key in batch.identity_keys:
@@ -176,6 +189,49 @@ class MemoryStore:
         old = self._pending.pop(cid, None)
         if old is not None:
             self._waiters.get(old.waits_for, set()).discard(cid)
+
+    # changes feed ------------------------------------------------------------
+    def _feed_entry(self, cid: str) -> FeedEntry:
+        op = self._ops[cid]
+        return FeedEntry(
+            op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
+            op.created_at_ms, op.parent_cid, op.state,
+        )  # fmt: skip
+
+    async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
+        window = self._log[max(after_seq, 0) : max(min(until_seq, after_seq + limit), 0)]
+        return [self._feed_entry(e.cid) for e in window]
+
+    async def read_roots(
+        self, until_seq: int, after: tuple[int, str] | None, limit: int
+    ) -> list[FeedEntry]:
+        start = 0 if after is None else self._roots.bisect_right(after)
+        out: list[FeedEntry] = []
+        for _, cid in self._roots.islice(start):
+            if len(out) == limit:
+                break
+            entry = self._feed_entry(cid)
+            if entry.seq <= until_seq:
+                out.append(entry)
+        return out
+
+    async def read_chain_entries(
+        self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        positions = sorted(
+            self._chain_log.get(chain_id, []) + self._standalone_log.get(chain_id, [])
+        )
+        entries = (self._feed_entry(self._log[p].cid) for p in positions if p < until_seq)
+        return [e for e in entries if e.kind in kinds]
+
+    async def get_feed_epoch(self) -> str:
+        if self._epoch is None:
+            self._epoch = new_epoch()
+        return self._epoch
+
+    async def reset_feed_epoch(self) -> str:
+        self._epoch = new_epoch()
+        return self._epoch
 
     # raw buffer ------------------------------------------------------------
     async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:

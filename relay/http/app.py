@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import content, proof
+from . import changes, content, proof
 from .errors import EXCEPTION_HANDLERS
 from .ops import OPS_ROUTES
 
@@ -37,6 +37,12 @@ PROOF_ROUTES = [
     Route("/content/{content_id}/log", proof.get_content_log, methods=["GET"]),
     Route("/beacons/{did}", proof.get_beacon, methods=["GET"]),
     Route("/log", proof.get_log, methods=["GET"]),
+]
+
+# The changes feed (additive): SSE, or a WebSocket upgrade of the same path.
+FEED_ROUTES = [
+    Route("/changes", changes.changes_sse, methods=["GET"]),
+    WebSocketRoute("/changes", changes.changes_ws),
 ]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
@@ -69,7 +75,7 @@ def build_app(relay: Relay) -> Starlette:
             await relay.stop()
 
     app = Starlette(
-        routes=[*PROOF_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
+        routes=[*PROOF_ROUTES, *FEED_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
         middleware=middleware_for(relay),

@@ -36,6 +36,8 @@ async def well_known(request: Request) -> JSONResponse:
             "content": relay.config.content,
             "log": relay.config.log,
             "profile": relay.profile_token,
+            # additive to v0.7.1
+            "changesFeed": await relay.feed.describe(),
         }
     )
 

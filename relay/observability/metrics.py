@@ -45,6 +45,9 @@ class _Store(Protocol):
     async def count_unsequenced(self) -> int: ...
 
 
+FEED_LAG_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+
+
 class RelayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
@@ -86,6 +89,36 @@ class RelayMetrics:
             ["peer"],
             registry=r,
         )
+
+        # the changes feed
+        self.feed_subscribers = Gauge(
+            "dfos_relay_feed_subscribers", "Open changes-feed subscriptions", ["transport"],
+            registry=r,
+        )  # fmt: skip
+        for transport in ("sse", "websocket"):
+            self.feed_subscribers.labels(transport)
+        self.feed_events = Counter(
+            "dfos_relay_feed_events", "Changes-feed events sent to subscribers", registry=r
+        )
+        self.feed_lag = Histogram(
+            "dfos_relay_feed_lag_operations",
+            "Head seq minus the seq just delivered, per delivered event",
+            buckets=FEED_LAG_BUCKETS,
+            registry=r,
+        )
+        self.feed_slow_closed = Counter(
+            "dfos_relay_feed_slow_consumers_closed",
+            "Subscribers closed because they stayed unwritable past the send timeout",
+            registry=r,
+        )
+        self.feed_gone = Counter(
+            "dfos_relay_feed_gone", "410 Gone answers (below the replay window or another epoch)",
+            registry=r,
+        )  # fmt: skip
+
+    def feed_delivered(self, seq: int, head_seq: int) -> None:
+        self.feed_events.inc()
+        self.feed_lag.observe(max(0, head_seq - seq))
 
     def record_ingestion(self, results: Iterable[_Result]) -> None:
         for result in results:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from stores.sql.dialect import Dialect
 
 OP_COLS = "cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, state, pos"
+FEED_COLS = "pos, cid, token, kind, chain_id, author_did, created_at_ms, parent_cid, state"
 CHAIN_COLS = "chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state"
 CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
 # creator DIDs of the content chains in CTE ``ch`` (an array: index scans)
@@ -29,6 +30,26 @@ class Queries:
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
     )
     known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
+    # changes feed
+    seq_range: str = f"SELECT {FEED_COLS} FROM ops WHERE pos > ? AND pos <= ? ORDER BY pos LIMIT ?"
+    roots_first: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE parent_cid IS NULL AND pos <= ? "
+        "ORDER BY created_at_ms, cid LIMIT ?"
+    )
+    roots_after: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE parent_cid IS NULL AND pos <= ? "
+        "AND (created_at_ms > ? OR (created_at_ms = ? AND cid > ?)) "
+        "ORDER BY created_at_ms, cid LIMIT ?"
+    )
+    chain_entries: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? ORDER BY pos"
+    )
+    get_epoch: str = "SELECT epoch FROM feed_meta WHERE id = 1"
+    init_epoch: str = "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) ON CONFLICT (id) DO NOTHING"
+    set_epoch: str = (
+        "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) "
+        "ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch"
+    )
     # positions are gapless 1..n, so the max is the length (no table scan)
     max_pos: str = "SELECT COALESCE(MAX(pos), 0) FROM ops"
     # sequencing session: one round trip per collection

@@ -11,6 +11,7 @@ from stores.base import (
     ChainKind,
     ChainRecord,
     CommitBatch,
+    FeedEntry,
     IdentityKeyRecord,
     LogEntry,
     OperationKind,
@@ -71,6 +72,21 @@ def key_record(row: Row) -> IdentityKeyRecord:
 
 def rejection_record(row: Row) -> Rejection:
     return Rejection(row[0], row[1], row[2])
+
+
+def feed_entry(row: Row) -> FeedEntry:
+    state = row[8]
+    return FeedEntry(
+        int(row[0]),
+        row[1],
+        row[2],
+        cast(OperationKind, row[3]),
+        row[4],
+        row[5],
+        int(row[6]),
+        row[7],
+        None if state is None else json.loads(state),
+    )
 
 
 def log_entry(row: Row) -> LogEntry:

@@ -15,6 +15,7 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      indexed by the dependency it waits for
 - ``blobs``          by (creator DID, documentCID)
 - ``peer_cursors``, ``relay_identity`` (single row)
+- ``feed_meta``      the changes feed's epoch (single row, v2)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -93,8 +94,19 @@ _V1 = [
         profile_token TEXT NOT NULL)""",
 ]
 
+# The changes feed: the epoch of the log's seq domain, and indexes for its
+# snapshot reads (parentless ops by (createdAt, CID); standalone ops by chain).
+_V2 = [
+    """CREATE TABLE feed_meta (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch TEXT NOT NULL)""",
+    "CREATE INDEX ops_roots ON ops (created_at_ms, cid) WHERE parent_cid IS NULL",
+    """CREATE INDEX ops_standalone ON ops (chain_id, pos)
+        WHERE kind IN ('beacon', 'artifact', 'countersign')""",
+]
+
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str]] = {1: _V1}
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
 LATEST_VERSION = max(MIGRATIONS)
 
 

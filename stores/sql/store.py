@@ -19,13 +19,16 @@ from contextlib import AbstractAsyncContextManager
 from stores.base import (
     BeaconRecord,
     ChainRecord,
+    FeedEntry,
     IdentityKeyRecord,
     LogPage,
+    OperationKind,
     OperationRecord,
     PendingOp,
     RelayIdentityRecord,
     UnknownCursorError,
 )
+from stores.epoch import new_epoch
 from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
@@ -98,9 +101,49 @@ class SqlStore:
         row = await self._one(self._q.max_pos, ())
         return 0 if row is None else int(row[0])
 
-    async def get_identity_keys(
-        self, dids: Collection[str]
-    ) -> dict[str, list[IdentityKeyRecord]]:
+    # changes feed ------------------------------------------------------------
+    async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.seq_range, (after_seq, until_seq, limit))
+        return [R.feed_entry(r) for r in rows]
+
+    async def read_roots(
+        self, until_seq: int, after: tuple[int, str] | None, limit: int
+    ) -> list[FeedEntry]:
+        async with self._reading() as conn:
+            if after is None:
+                rows = await conn.fetch(self._q.roots_first, (until_seq, limit))
+            else:
+                ms, cid = after
+                rows = await conn.fetch(self._q.roots_after, (until_seq, ms, ms, cid, limit))
+        return [R.feed_entry(r) for r in rows]
+
+    async def read_chain_entries(
+        self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(
+                self._q.chain_entries, (chain_id, self._d.lst(kinds), until_seq)
+            )
+        return [R.feed_entry(r) for r in rows]
+
+    async def get_feed_epoch(self) -> str:
+        row = await self._one(self._q.get_epoch, ())
+        if row is not None:
+            return str(row[0])
+        async with self._writing_one() as conn:
+            await conn.execute(self._q.init_epoch, (new_epoch(),))
+        row = await self._one(self._q.get_epoch, ())  # another process may have won
+        assert row is not None
+        return str(row[0])
+
+    async def reset_feed_epoch(self) -> str:
+        epoch = new_epoch()
+        async with self._writing_one() as conn:
+            await conn.execute(self._q.set_epoch, (epoch,))
+        return epoch
+
+    async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
         out: dict[str, list[IdentityKeyRecord]] = {}
         for r in await self._fetch_in(self._q.get_keys, dids):
             out.setdefault(r[0], []).append(R.key_record(r))

@@ -1,0 +1,80 @@
+"""Wake-ups for subscriptions: a version counter and one shared event.
+
+A subscription is a cursor over the store plus this signal; nothing is
+queued per subscriber, so a slow one only lags. Commits in this process
+notify at once (the ingestor's listener); commits by other processes that
+share the store (hypercorn workers, other hosts) are seen by a cheap
+head-seq poll that runs only while someone is subscribed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger("dfos_relay.feed")
+
+DEFAULT_POLL_INTERVAL_S = 0.25
+
+
+class FeedHub:
+    def __init__(
+        self,
+        head_seq: Callable[[], Awaitable[int]],
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+    ) -> None:
+        self._head_seq = head_seq
+        self._poll_interval_s = poll_interval_s
+        self._event = asyncio.Event()
+        self.version = 0
+        self.known_head = 0
+        self._waiters = 0
+        self._poller: asyncio.Task[None] | None = None
+
+    def notify(self, head_seq: int | None = None) -> None:
+        """Something was committed (up to ``head_seq`` when known)."""
+        if head_seq is not None:
+            if head_seq <= self.known_head:
+                return
+            self.known_head = head_seq
+        self.version += 1
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+    async def wait(self, version: int, timeout_s: float) -> bool:
+        """Until the version moves past ``version`` (True) or the timeout (False)."""
+        if self.version != version:
+            return True
+        self._waiters += 1
+        self._ensure_poller()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), timeout_s)
+        finally:
+            self._waiters -= 1
+        return self.version != version
+
+    def _ensure_poller(self) -> None:
+        if self._poller is None:
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    async def _poll(self) -> None:
+        try:
+            while self._waiters > 0:
+                try:
+                    self.notify(await self._head_seq())
+                except Exception as exc:  # the store is down: subscribers just wait
+                    log.warning("feed head poll failed: %s", exc)
+                await asyncio.sleep(self._poll_interval_s)
+        finally:
+            self._poller = None
+
+    async def close(self) -> None:
+        """Stop polling and wake every waiter (the relay is stopping)."""
+        self.notify()
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller

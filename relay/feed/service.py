@@ -1,0 +1,165 @@
+"""One relay's changes feed: admission (gaps, caps), and each
+subscription's message stream (tail, bootstrap, live follow)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from relay.feed.errors import FeedBusy, FeedGone, FeedRequestError
+from relay.feed.filters import FeedFilter
+from relay.feed.hub import FeedHub
+from relay.feed.messages import Eose, Event, FeedMessage, Heartbeat, Snapshot, Status
+from relay.feed.snapshot import snapshot_items
+from relay.feed.tokens import ProgressToken
+from stores.base import FeedStore
+
+PAGE = 500
+TRANSPORTS = ("sse", "websocket")
+
+
+@dataclass(frozen=True, slots=True)
+class FeedConfig:
+    replay_window: int | None = None  # keep the last N entries replayable; None: all
+    max_subscribers: int = 1000
+    heartbeat_s: float = 15.0
+    send_timeout_s: float = 30.0  # a consumer unwritable this long is closed
+    poll_interval_s: float = 0.25  # head-seq check for commits by other processes
+    retry_after_s: int = 5
+
+
+class Feed:
+    def __init__(self, store: FeedStore, config: FeedConfig, stream_id: Callable[[], str]) -> None:
+        self.store = store
+        self.config = config
+        self._stream_id = stream_id
+        self.hub = FeedHub(store.log_length, config.poll_interval_s)
+        self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
+
+    async def describe(self) -> dict[str, Any]:
+        """The well-known ``changesFeed`` document."""
+        head = await self._head()
+        return {
+            "epoch": await self.store.get_feed_epoch(),
+            "minSeq": self.min_seq(head),
+            "headSeq": head,
+            "transports": list(TRANSPORTS),
+        }
+
+    def min_seq(self, head: int) -> int:
+        window = self.config.replay_window
+        return 1 if window is None else max(1, head - window + 1)
+
+    async def _head(self) -> int:
+        head = await self.store.log_length()
+        self.hub.notify(head)
+        return head
+
+    async def open(self, flt: FeedFilter, transport: str, bootstrap_url: str) -> Subscription:
+        """Admit a subscription or raise ``FeedError`` (410, 400, 503)."""
+        if sum(self.subscribers.values()) >= self.config.max_subscribers:
+            raise FeedBusy("too many subscribers; retry later", self.config.retry_after_s)
+        epoch = await self.store.get_feed_epoch()
+        head = await self._head()
+        min_seq = self.min_seq(head)
+        start = 0
+        if flt.mode == "tail" and flt.since is not None:
+            since = flt.since
+            if since.epoch is not None and since.epoch != epoch:
+                raise FeedGone(
+                    f"token is from epoch {since.epoch}; this log is epoch {epoch}",
+                    min_seq, epoch, bootstrap_url,
+                )  # fmt: skip
+            if since.seq > head:
+                raise FeedRequestError(f"since {since.seq} is ahead of head {head}", headSeq=head)
+            if since.seq < min_seq - 1:
+                raise FeedGone(
+                    f"since {since.seq} is below the replay window (minSeq {min_seq})",
+                    min_seq, epoch, bootstrap_url,
+                )  # fmt: skip
+            start = since.seq
+        elif flt.mode == "tail" and min_seq > 1:
+            start = min_seq - 1
+        return Subscription(self, flt, transport, epoch, start, head)
+
+
+class Subscription:
+    """A cursor over the store plus the hub's signal: O(1) memory."""
+
+    def __init__(
+        self, feed: Feed, flt: FeedFilter, transport: str, epoch: str, start: int, head: int
+    ) -> None:
+        self.feed = feed
+        self.filter = flt
+        self.transport = transport
+        self.epoch = epoch
+        self.cursor = start  # the last seq scanned (delivered or filtered out)
+        self.delivered_seq = start
+        self._head = head
+        self._active = False
+
+    @property
+    def token(self) -> ProgressToken:
+        return ProgressToken(self.epoch, self.cursor)
+
+    def __enter__(self) -> Subscription:
+        self.feed.subscribers[self.transport] += 1
+        self._active = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._active:
+            self.feed.subscribers[self.transport] -= 1
+            self._active = False
+
+    async def messages(self) -> AsyncIterator[FeedMessage]:
+        flt = self.filter
+        store = self.feed.store
+        stream_id = self.feed._stream_id()
+        if flt.mode == "bootstrap":
+            s = self._head
+            yield Status("bootstrap", s, self.epoch, stream_id, s)
+            async for item in snapshot_items(store, s, flt):
+                yield Snapshot(item)
+            self.cursor = self.delivered_seq = s
+            yield Eose(ProgressToken(self.epoch, s))
+            if not flt.live:
+                return
+        else:
+            yield Status("tail", None, self.epoch, stream_id, self._head)
+        async for message in self._tail():
+            yield message
+
+    async def _tail(self) -> AsyncIterator[FeedMessage]:
+        flt = self.filter
+        hub = self.feed.hub
+        remaining = flt.limit
+        eose_sent = False
+        while True:
+            version = hub.version  # read before the store: no wake-up can be missed
+            head = await self.feed.store.log_length()
+            upto = head if flt.until_seq is None else min(head, flt.until_seq)
+            while self.cursor < upto:
+                page = await self.feed.store.read_seq_range(self.cursor, upto, PAGE)
+                if not page:
+                    break
+                for entry in page:
+                    self.cursor = entry.seq
+                    if not flt.matches_entry(entry):
+                        continue
+                    self.delivered_seq = entry.seq
+                    yield Event(entry, ProgressToken(self.epoch, entry.seq, entry.cid))
+                    if remaining is not None:
+                        remaining -= 1
+                        if remaining == 0:
+                            yield Eose(self.token)
+                            return
+            done = flt.until_seq is not None and self.cursor >= flt.until_seq
+            if not eose_sent or done:
+                yield Eose(self.token)
+                eose_sent = True
+            if done or not flt.live:
+                return
+            if not await hub.wait(version, self.feed.config.heartbeat_s):
+                yield Heartbeat()
