@@ -67,6 +67,10 @@ class ServeSettings:
     rate_limit: RateLimit | None = None
     trusted_proxies: tuple[Network, ...] = ()
     metrics_port: int | None = None  # None: /metrics on the main port
+    feed_replay_window: int | None = None
+    feed_max_subscribers: int = 1000
+    feed_heartbeat_s: float = 15.0
+    feed_send_timeout_s: float = 30.0
 
     def relay_config(self) -> RelayConfig:
         return RelayConfig(
@@ -77,6 +81,10 @@ class ServeSettings:
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
             metrics_port=self.metrics_port,
+            feed_replay_window=self.feed_replay_window,
+            feed_max_subscribers=self.feed_max_subscribers,
+            feed_heartbeat_s=self.feed_heartbeat_s,
+            feed_send_timeout_s=self.feed_send_timeout_s,
         )
 
 
@@ -127,6 +135,16 @@ def _interval(text: str) -> float | None:
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"expected seconds >= 0 (0 turns sync off), got {text!r}")
     return value or None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected seconds > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"expected seconds > 0, got {text!r}")
+    return value
 
 
 def _log_level(text: str) -> str:
@@ -306,6 +324,42 @@ OPTIONS: tuple[Option, ...] = (
         _int_in(1, 65535),
         "serve /metrics on this port only, apart from the API (default: the main port)",
         "PORT",
+    ),
+    Option(
+        "feed_replay_window",
+        "--feed-replay-window",
+        "FEED_REPLAY_WINDOW",
+        "value",
+        _int_in(1),
+        "changes feed: keep only the last N log entries replayable (default: all)",
+        "N",
+    ),
+    Option(
+        "feed_max_subscribers",
+        "--feed-max-subscribers",
+        "FEED_MAX_SUBSCRIBERS",
+        "value",
+        _int_in(1),
+        "changes feed: subscriptions per worker before 503 (default 1000)",
+        "N",
+    ),
+    Option(
+        "feed_heartbeat_s",
+        "--feed-heartbeat",
+        "FEED_HEARTBEAT",
+        "value",
+        _seconds,
+        "changes feed: seconds between SSE heartbeats when idle (default 15)",
+        "SECONDS",
+    ),
+    Option(
+        "feed_send_timeout_s",
+        "--feed-send-timeout",
+        "FEED_SEND_TIMEOUT",
+        "value",
+        _seconds,
+        "changes feed: close a subscriber unwritable this long (default 30)",
+        "SECONDS",
     ),
 )
 

@@ -61,6 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
     )
 
+    fol = commands.add_parser("follow", help="print a relay's changes feed as JSON Lines")
+    fol.add_argument("url", metavar="URL", help="base URL of the relay")
+    fol.add_argument("--since", metavar="TOKEN", help="resume after this token (or seq)")
+    fol.add_argument("--mode", choices=("tail", "bootstrap"), default="tail")
+    fol.add_argument("--kinds", metavar="KIND,...", help="identity-op,content-op,beacon,...")
+    fol.add_argument("--chains", metavar="ID,...", help="identity DIDs or contentIds")
+    fol.add_argument("--authors", metavar="DID,...", help="signer DIDs")
+    fol.add_argument("--no-live", action="store_true", help="stop at the end of stored events")
+    fol.add_argument(
+        "--retries", type=int, default=None, metavar="N", help="give up after N failed reconnects"
+    )
+
+    feed = commands.add_parser("feed", help="administer a store's changes feed")
+    feed_commands = feed.add_subparsers(
+        dest="feed_command", required=True, parser_class=OneLineParser
+    )
+    reset = feed_commands.add_parser(
+        "reset-epoch", help="start a new epoch (followers get 410 and bootstrap again)"
+    )
+    reset.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
     from spark.convergence import DESCRIPTION, add_arguments
 
     conv = commands.add_parser(
@@ -134,11 +160,39 @@ def _converge(args: argparse.Namespace) -> int:
     return int(run_parsed(args) or 0)
 
 
+def _split(text: str | None) -> list[str]:
+    return [v.strip() for v in (text or "").split(",") if v.strip()]
+
+
+def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli.feed import FollowError, follow_command, reset_epoch_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+
+    try:
+        if args.command == "follow":
+            coro = follow_command(
+                args.url, args.since, args.mode, _split(args.kinds), _split(args.chains),
+                _split(args.authors), not args.no_live, args.retries,
+            )  # fmt: skip
+        else:
+            store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+            coro = reset_epoch_command(store)
+        return asyncio.run(coro)
+    except SettingsError as exc:
+        return _fail(args.command, exc, EXIT_USAGE)
+    except FollowError as exc:
+        return _fail(args.command, exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
     if args.command == "serve":
         return _serve(args, environ)
+    if args.command in ("follow", "feed"):
+        return _feed(args, environ)
     if args.command == "converge":
         return _converge(args)
     return _transfer(args, environ)

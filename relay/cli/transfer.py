@@ -25,6 +25,7 @@ from relay.config import MAX_OPERATIONS_PER_REQUEST
 
 if TYPE_CHECKING:
     from relay.engine import Relay
+    from stores.base import RelayStore
 
 DUMP_TIMEOUT_S = 30.0
 IMPORT_BATCH = MAX_OPERATIONS_PER_REQUEST
@@ -141,6 +142,7 @@ async def import_command(path_text: str, store_url: str) -> int:
     progress = Progress(f"import {path.name}", total=total)
     counts: Counter[str] = Counter()
     try:
+        rebuilt = await _is_empty(store)
         async with relay.running():
             before = await relay.store.log_length()
             batch: list[str] = []
@@ -153,6 +155,10 @@ async def import_command(path_text: str, store_url: str) -> int:
                 counts.update(await _ingest(relay, batch, progress))
             sequenced = await relay.store.log_length() - before
             waiting = await relay.store.count_unsequenced()
+            if rebuilt:
+                # A log rebuilt from a dump is a new seq domain: feed tokens
+                # issued before it must not resume here (they get 410).
+                await relay.store.reset_feed_epoch()
     except StoreError as exc:
         raise TransferError(f"store {store_url}: {exc}") from None
     finally:
@@ -166,6 +172,14 @@ async def import_command(path_text: str, store_url: str) -> int:
         print(f"{counts['rejected']} entries were rejected (they do not verify)", file=sys.stderr)
         return 1
     return 0
+
+
+async def _is_empty(store: RelayStore) -> bool:
+    await store.open()
+    try:
+        return await store.log_length() == 0
+    finally:
+        await store.close()
 
 
 async def _ingest(relay: Relay, batch: list[str], progress: Progress) -> Counter[str]:

@@ -20,7 +20,7 @@ from stores.memory import MemoryStore
 
 from .conftest import DFOS_RELAY, clean_env
 
-SUBCOMMANDS = ["serve", "dump-log", "import", "converge"]
+SUBCOMMANDS = ["serve", "dump-log", "import", "converge", "follow", "feed"]
 
 
 def run(

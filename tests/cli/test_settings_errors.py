@@ -26,6 +26,10 @@ BAD_VALUES = {
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
     "--metrics-port": "99999",
+    "--feed-replay-window": "0",
+    "--feed-max-subscribers": "-3",
+    "--feed-heartbeat": "0",
+    "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
 }
 BAD_ENV = {

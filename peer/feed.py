@@ -1,0 +1,172 @@
+"""A client of a relay's changes feed (``GET /changes`` over SSE).
+
+``follow(url, ...)`` is an async iterator of ``FeedEvent``. It reconnects
+with exponential backoff when the connection drops, resuming from the last
+token it yielded (``Last-Event-ID``), so nothing is missed or repeated; a
+410 raises ``FeedGapError`` (with the relay's minSeq, epoch and bootstrap
+URL) and a relay without a feed (a v0.7.1 relay: 404) raises
+``FeedUnavailable``. Other 4xx answers raise ``FeedRejected``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+
+class FeedClientError(Exception):
+    pass
+
+
+class FeedGapError(FeedClientError):
+    """The position is gone on that relay: bootstrap (or reconcile) again."""
+
+    def __init__(self, message: str, min_seq: int, epoch: str, bootstrap: str) -> None:
+        super().__init__(message)
+        self.min_seq = min_seq
+        self.epoch = epoch
+        self.bootstrap = bootstrap
+
+
+class FeedUnavailable(FeedClientError):
+    """The relay serves no changes feed (a v0.7.1 relay)."""
+
+
+class FeedRejected(FeedClientError):
+    """The relay refused the request (a malformed filter or token: 400)."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(f"{status}: {body}")
+        self.status = status
+        self.body = body
+
+
+@dataclass(frozen=True, slots=True)
+class FeedEvent:
+    kind: str  # status | snapshot | op | eose
+    data: dict[str, Any]
+    token: str | None = None  # the progress token to resume after this event
+
+
+@dataclass(frozen=True, slots=True)
+class FollowOptions:
+    mode: str = "tail"
+    live: bool = True
+    kinds: Sequence[str] = ()
+    authors: Sequence[str] = ()
+    chains: Sequence[str] = ()
+    limit: int | None = None
+    until_seq: int | None = None
+    max_retries: int | None = None  # None: reconnect forever
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    read_timeout_s: float = 60.0  # > the relay's heartbeat interval
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def params(self, since: str | None) -> dict[str, str]:
+        out: dict[str, str] = {"mode": self.mode, "live": "true" if self.live else "false"}
+        for name, values in (("kinds", self.kinds), ("authors", self.authors),
+                             ("chains", self.chains)):  # fmt: skip
+            if values:
+                out[name] = ",".join(values)
+        if self.limit is not None:
+            out["limit"] = str(self.limit)
+        if self.until_seq is not None:
+            out["until_seq"] = str(self.until_seq)
+        if since is not None and self.mode == "tail":
+            out["since"] = since
+        out.update(self.extra)
+        return out
+
+
+async def follow(
+    url: str,
+    since: str | None = None,
+    options: FollowOptions | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[FeedEvent]:
+    """Events of ``url``'s feed from ``since`` (a token or seq), reconnecting."""
+    opts = options or FollowOptions()
+    own = client is None
+    http = client or httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=opts.read_timeout_s))
+    position = since
+    failures = 0
+    mode = opts.mode
+    try:
+        while True:
+            current = FollowOptions(**{**_fields(opts), "mode": mode})
+            try:
+                async for event in _one_connection(http, url, position, current):
+                    failures = 0
+                    if event.token is not None:
+                        position = event.token
+                    yield event
+                    if event.kind == "eose" and mode == "bootstrap":
+                        if not opts.live:
+                            return
+                        mode = "tail"  # a bootstrap continues as a tail from its snapshot
+                if not opts.live:
+                    return
+            except (httpx.TransportError, SSEError) as exc:
+                failures += 1
+                if opts.max_retries is not None and failures > opts.max_retries:
+                    raise FeedClientError(
+                        f"{url}: gave up after {failures} failures: {exc}"
+                    ) from exc
+                delay = min(opts.backoff_max_s, opts.backoff_base_s * 2 ** (failures - 1))
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                if mode == "bootstrap" and position is not None:
+                    mode = "tail"
+    finally:
+        if own:
+            await http.aclose()
+
+
+def _fields(opts: FollowOptions) -> dict[str, Any]:
+    return {name: getattr(opts, name) for name in FollowOptions.__dataclass_fields__}
+
+
+async def _one_connection(
+    http: httpx.AsyncClient, url: str, since: str | None, opts: FollowOptions
+) -> AsyncIterator[FeedEvent]:
+    endpoint = url.rstrip("/") + "/changes"
+    async with aconnect_sse(http, "GET", endpoint, params=opts.params(since)) as source:
+        response = source.response
+        if response.status_code != 200:
+            await response.aread()
+            _raise_for(url, response)
+        async for sse in source.aiter_sse():
+            if not sse.event or sse.event == "message":
+                continue
+            data = json.loads(sse.data) if sse.data else {}
+            if sse.event == "error":
+                raise httpx.RemoteProtocolError(f"{url}: feed error: {data.get('error')}")
+            token = sse.id or None if sse.event in ("op", "eose") else None
+            yield FeedEvent(sse.event, data, token)
+
+
+def _raise_for(url: str, response: httpx.Response) -> None:
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text[:200]
+    status = response.status_code
+    if status == 410 and isinstance(body, dict):
+        raise FeedGapError(
+            f"{url}: {body.get('error')}",
+            int(body.get("minSeq", 1)),
+            str(body.get("epoch", "")),
+            str(body.get("bootstrap", "")),
+        )
+    if status in (404, 405, 501):
+        raise FeedUnavailable(f"{url} serves no changes feed ({status})")
+    if status >= 500:
+        raise httpx.RemoteProtocolError(f"{url}: {status}")  # retried with backoff
+    raise FeedRejected(status, body)
