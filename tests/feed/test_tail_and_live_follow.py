@@ -1,0 +1,111 @@
+"""Tail from a seq, live follow and resume by token, over SSE and over
+WebSocket, through a real hypercorn server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import websockets
+
+from peer.feed import FeedEvent, FollowOptions, follow
+from relay.testing.workload import mixed_workload
+from tests.support.relay_api import PAST_MS
+
+from .conftest import Served, read_sse, ws_frames_until
+
+
+async def test_tail_sends_entries_after_since_then_eose(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(30, seed=51, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    events = await read_sse(served.url, "since=5")
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "status" and kinds[-1] == "eose"
+    ops = [e for e in events if e[0] == "op"]
+    assert [e[1]["seq"] for e in ops] == list(range(6, head + 1))
+    epoch = events[0][1]["epoch"]
+    assert all(e[2] == f"{epoch}.{e[1]['seq']}" == e[1]["token"] for e in ops)
+    assert events[-1][1]["seq"] == head
+
+
+async def test_filters_limit_and_until_seq(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(40, seed=52, now_ms=PAST_MS))
+    beacons = [e for e in await read_sse(served.url, "kinds=beacon,artifact") if e[0] == "op"]
+    assert beacons and {e[1]["kind"] for e in beacons} <= {"beacon", "artifact"}
+    some = [e for e in await read_sse(served.url, "since=0&limit=3") if e[0] == "op"]
+    assert [e[1]["seq"] for e in some] == [1, 2, 3]
+    upto = await read_sse(served.url, "until_seq=4")
+    assert [e[1]["seq"] for e in upto if e[0] == "op"] == [1, 2, 3, 4]
+    assert upto[-1][0] == "eose" and upto[-1][1]["seq"] == 4
+    chain = beacons[0][1]["chainId"]
+    mine = [e for e in await read_sse(served.url, f"chains={chain}") if e[0] == "op"]
+    assert mine and {e[1]["chainId"] for e in mine} == {chain}
+
+
+async def test_live_follow_over_sse_and_resume_by_token(served: Served) -> None:
+    first = mixed_workload(20, seed=53, now_ms=PAST_MS)
+    await served.relay.ingest(first)
+    received: list[FeedEvent] = []
+    caught_up = asyncio.Event()
+
+    async def consume(since: str | None, stop_after: int) -> None:
+        async for event in follow(served.url, since=since, options=FollowOptions(live=True)):
+            received.append(event)
+            if event.kind == "eose":
+                caught_up.set()
+            if sum(1 for e in received if e.kind == "op") >= stop_after:
+                return
+
+    head = await served.relay.store.log_length()
+    second = mixed_workload(20, seed=54, now_ms=PAST_MS)
+    task = asyncio.create_task(consume(None, head + len(second)))
+    await asyncio.wait_for(caught_up.wait(), 10)
+    await served.relay.ingest(second)  # after EOSE: these arrive live
+    await asyncio.wait_for(task, 10)
+    seqs = [e.data["seq"] for e in received if e.kind == "op"]
+    assert seqs == list(range(1, head + len(second) + 1))
+
+    # resume from a token in the middle: exactly the rest, nothing repeated
+    middle = next(e.token for e in received if e.kind == "op" and e.data["seq"] == 10)
+    rest: list[int] = []
+    options = FollowOptions(live=False)
+    async for event in follow(served.url, since=middle, options=options):
+        if event.kind == "op":
+            rest.append(event.data["seq"])
+    assert rest == list(range(11, head + len(second) + 1))
+
+
+async def test_last_event_id_resumes_an_sse_stream(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(15, seed=55, now_ms=PAST_MS))
+    events = await read_sse(served.url, "since=0")
+    token = [e for e in events if e[0] == "op"][6][2]
+    resumed = await read_sse(served.url, "since=0", headers={"Last-Event-ID": token})
+    first_seq = int(token.split(".")[1]) + 1
+    assert next(e[1]["seq"] for e in resumed if e[0] == "op") == first_seq
+
+
+async def test_websocket_subscriptions_tail_and_follow_live(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(20, seed=56, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    async with websockets.connect(served.ws_url) as ws:
+        await ws.send(json.dumps(["CHANGES", "all", {"since": 0, "live": True}]))
+        await ws.send(json.dumps(["CHANGES", "beacons", {"kinds": ["beacon"]}]))
+        backlog: dict[str, list[object]] = {}
+        frames = await ws_frames_until(ws, "all", "EOSE", backlog)
+        assert frames[0][2] == "STATUS"
+        assert [f[3] for f in frames if f[2] == "EVENT"] == list(range(1, head + 1))
+        assert frames[-1][3] == head
+        beacon_frames = await ws_frames_until(ws, "beacons", "EOSE", backlog)
+        assert all(f[4]["kind"] == "beacon" for f in beacon_frames if f[2] == "EVENT")
+        more = mixed_workload(10, seed=57, now_ms=PAST_MS)
+        await served.relay.ingest(more)
+        live: list[int] = []
+        while len(live) < len(more):
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            if frame[1] == "all" and frame[2] == "EVENT":
+                live.append(frame[3])
+        assert live == list(range(head + 1, head + len(more) + 1))
+        await ws.send(json.dumps(["CLOSE", "all"]))
+        await ws.send(json.dumps(["CHANGES", "bad", {"kinds": ["nope"]}]))
+        [err] = await ws_frames_until(ws, "bad", "ERR")
+        assert err[3]["status"] == 400 and "unknown kinds" in err[3]["error"]
