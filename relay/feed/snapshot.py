@@ -51,6 +51,7 @@ async def _item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any] | N
         "chainId": root.chain_id,
         "cid": root.cid,
         "author": root.author_did,
+        "createdAt": root.created_at_ms,
         "jwsToken": root.jws_token,
         "seq": root.seq,
     }
@@ -72,6 +73,7 @@ async def _chain_item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, An
         "kind": kind,
         "chainId": root.chain_id,
         "genesisCID": root.cid,
+        "createdAt": root.created_at_ms,
         "headCID": head.cid,
         "tips": [
             {"cid": op.cid, "createdAt": op.created_at_ms, "head": op.cid == head.cid}
