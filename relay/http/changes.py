@@ -51,6 +51,7 @@ MAX_WS_MESSAGE_BYTES = 64 * 1024
 MAX_WS_SUBSCRIPTIONS = 16
 MAX_SUB_ID_CHARS = 64
 SLOW_CONSUMER_CLOSE = 4008
+CLOSE_GRACE_S = 10.0
 
 
 def bootstrap_url(request: Request | WebSocket) -> str:
@@ -142,6 +143,8 @@ class _Socket:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.send_lock = asyncio.Lock()
         self.closed = False
+        self.done = asyncio.Event()  # set when this socket must close
+        self.close_with: tuple[int, str] = (1000, "bye")
 
     async def send(self, frame: list[Any], sub: Subscription | None = None) -> None:
         async with self.send_lock:
@@ -154,15 +157,17 @@ class _Socket:
             except TimeoutError:
                 self.relay.metrics.feed_slow_closed.inc()
                 token = sub.token.compact() if sub is not None else ""
-                await self.close(SLOW_CONSUMER_CLOSE, f"slow consumer; resume from {token}")
+                self.closed = True
+                self.close_with = (SLOW_CONSUMER_CLOSE, f"slow consumer; resume from {token}")
+                self.done.set()
                 raise WebSocketDisconnect(SLOW_CONSUMER_CLOSE) from None
 
-    async def close(self, code: int, reason: str) -> None:
-        if self.closed:
-            return
+    async def close(self) -> None:
+        """Send the close frame after what is already buffered; bounded."""
         self.closed = True
+        code, reason = self.close_with
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.ws.close(code, reason[:120]), 1.0)
+            await asyncio.wait_for(self.ws.close(code, reason[:120]), CLOSE_GRACE_S)
 
     async def run_subscription(self, sub_id: str, sub: Subscription) -> None:
         metrics = self.relay.metrics
@@ -253,16 +258,22 @@ def _ws_frame(sub_id: str, message: FeedMessage) -> list[Any] | None:
     return None  # heartbeats: the WebSocket keeps itself alive with pings
 
 
+async def _receive(ws: WebSocket, socket: _Socket) -> None:
+    with contextlib.suppress(WebSocketDisconnect):
+        while True:
+            await socket.handle(await ws.receive_text())
+
+
 async def changes_ws(ws: WebSocket) -> None:
     await ws.accept()
     socket = _Socket(ws)
+    receiver = asyncio.create_task(_receive(ws, socket))
+    closing = asyncio.create_task(socket.done.wait())
     try:
-        while True:
-            text = await ws.receive_text()
-            await socket.handle(text)
-    except WebSocketDisconnect:
-        pass
+        await asyncio.wait({receiver, closing}, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for task in (receiver, closing):
+            task.cancel()
         await socket.stop()
         if ws.client_state is WebSocketState.CONNECTED:
-            await socket.close(1000, "bye")
+            await socket.close()

@@ -78,3 +78,7 @@ async def ws_frames_until(
         frames.append(frame)
         if frame[2] in (verb, "ERR"):
             return frames
+
+
+# the isolated Postgres schema fixture of the command-line tests
+from tests.cli.conftest import postgres_schema_url  # noqa: E402, F401
