@@ -87,6 +87,7 @@ class PeerConfig:
     gossip: bool = True
     read_through: bool = True
     sync: bool = True
+    live: bool = False  # follow the peer's changes feed (opt-in; additive)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", normalize_peer_url(self.url))
@@ -97,6 +98,7 @@ _FLAG_KEYS = {
     "readThrough": "read_through",
     "read_through": "read_through",
     "sync": "sync",
+    "live": "live",
 }
 
 

@@ -38,7 +38,13 @@ DEFAULT_WORKERS = 1
 DEFAULT_SYNC_INTERVAL_S = 30.0  # 0 turns periodic sync off
 DEFAULT_GRACEFUL_TIMEOUT_S = 30.0  # in-flight requests get this long after SIGTERM
 STORE_SCHEMES = ("memory", "sqlite", "postgresql", "postgres")
-PEER_BEHAVIOURS = {"gossip": "gossip", "read-through": "read_through", "sync": "sync"}
+PEER_BEHAVIOURS = {
+    "gossip": "gossip",
+    "read-through": "read_through",
+    "sync": "sync",
+    "live": "live",  # opt-in: follow the peer's changes feed
+}
+DEFAULT_PEER_BEHAVIOURS = ("gossip", "read_through", "sync")
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
@@ -160,7 +166,7 @@ def _items(text: str) -> list[str]:
 def parse_peer(spec: str) -> PeerConfig:
     """``URL`` or ``URL#gossip+read-through+sync`` (only the listed behaviours)."""
     url, hashmark, fragment = spec.strip().partition("#")
-    flags = dict.fromkeys(PEER_BEHAVIOURS.values(), True)
+    flags = {field: field in DEFAULT_PEER_BEHAVIOURS for field in PEER_BEHAVIOURS.values()}
     if hashmark:
         names = [name for name in fragment.split("+") if name]
         unknown = [name for name in names if name not in PEER_BEHAVIOURS]
@@ -259,7 +265,7 @@ OPTIONS: tuple[Option, ...] = (
         "PEERS",
         "list",
         _peers,
-        "peer URL, repeatable; URL#gossip+read-through+sync enables only those",
+        "peer URL, repeatable; URL#gossip+read-through+sync+live enables only those",
         "URL[#behaviours]",
     ),
     Option(

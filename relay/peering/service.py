@@ -22,6 +22,7 @@ from .backoff import Backoff
 from .config import PeeringConfig
 from .gossip import Gossip
 from .host import PeeringHost
+from .live import LiveFollow
 from .read_through import ReadThrough
 from .sync import SyncIn
 
@@ -49,6 +50,7 @@ class Peering:
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
         self.sync = SyncIn([p.url for p in peers if p.sync], client, self.backoff, config)
+        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config)
         self._sync_loop: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
@@ -57,6 +59,7 @@ class Peering:
         self.reads.start(relay)
         self.sync.start(relay)
         self.gossip.start()
+        self.live.start(relay)
         await self._announce_self(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
@@ -67,6 +70,7 @@ class Peering:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sync_loop
             self._sync_loop = None
+        await self.live.stop()
         await self.gossip.stop()
         await self.reads.stop()
         self.sync.stop()

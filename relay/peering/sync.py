@@ -67,11 +67,26 @@ class SyncIn:
             counts = await asyncio.gather(*(self._sync_peer(url) for url in ready))
             return sum(counts)
 
-    async def _sync_peer(self, url: str) -> int:
+    async def sync_peer(self, url: str, from_start: bool = False) -> int:
+        """Page ``url``'s log (any peer, also one not configured for sync) until
+        caught up; ``from_start`` reads it from the beginning (a full resync)."""
+        if self._host is None:
+            return 0
+        total = 0
+        first = True
+        while True:
+            before = await self._host.store.get_peer_cursor(url)
+            async with self._lock:
+                total += await self._sync_peer(url, start_over=from_start and first)
+            first = False
+            if self._host is None or await self._host.store.get_peer_cursor(url) == before:
+                return total
+
+    async def _sync_peer(self, url: str, start_over: bool = False) -> int:
         host = self._host
         assert host is not None
         budget = self._config.sync_budget_ops
-        cursor = await host.store.get_peer_cursor(url)
+        cursor = None if start_over else await host.store.get_peer_cursor(url)
         new = 0
         reset_allowed = True
         fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
