@@ -15,7 +15,8 @@ async def test_seq_range_is_bounded_on_both_sides(opened: RelayStore) -> None:
     assert [e.cid for e in await opened.read_seq_range(0, 6, 2)] == ["c0", "c1"]
     assert await opened.read_seq_range(6, 6, 10) == []
     first = page[0]
-    assert (first.author_did, first.created_at_ms, first.kind) == ("did:dfos:a", 1001, "identity-op")
+    assert (first.author_did, first.created_at_ms) == ("did:dfos:a", 1001)
+    assert first.kind == "identity-op"
     assert first.jws_token == "tok.c1" and first.state is not None
 
 
@@ -31,7 +32,7 @@ async def test_roots_in_created_order_within_a_snapshot(opened: RelayStore) -> N
     await append(opened, op("late", "artifact", "did:dfos:a", at=10))  # seq 6
     roots = await opened.read_roots(5, None, 10)
     assert [r.cid for r in roots] == ["a1", "g1", "b1", "g2"]
-    assert [r.cid for r in await opened.read_roots(6, None, 10)][0] == "late"
+    assert (await opened.read_roots(6, None, 10))[0].cid == "late"
     page1 = await opened.read_roots(5, None, 2)
     page2 = await opened.read_roots(5, (page1[-1].created_at_ms, page1[-1].cid), 2)
     assert [r.cid for r in page1 + page2] == ["a1", "g1", "b1", "g2"]
