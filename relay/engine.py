@@ -96,6 +96,7 @@ class Relay:
             return
         await self.store.open()
         try:
+            await self.feed.hub.watch(self.store)
             self._identity = await self._load_identity()
             resumed = await self.ingestor.drain_buffer()
             if resumed:
@@ -104,6 +105,7 @@ class Relay:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
         except BaseException:
+            await self.feed.hub.close()
             await self.store.close()
             raise
         self.started = True

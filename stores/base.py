@@ -27,7 +27,7 @@ Invariants a backend must keep:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -355,6 +355,14 @@ class FeedStore(Protocol):
 
     async def reset_feed_epoch(self) -> str:
         """Mint and persist a new epoch (the seq domain was reset); return it."""
+        ...
+
+    async def watch_commits(
+        self, on_head: Callable[[int], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        """Call ``on_head(head_seq)`` on every commit by any process sharing
+        this store, if the backend can push that (Postgres LISTEN/NOTIFY);
+        returns the coroutine that stops watching, or None when it cannot."""
         ...
 
 

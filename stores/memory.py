@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import defaultdict
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -228,6 +228,11 @@ class MemoryStore:
         if self._epoch is None:
             self._epoch = new_epoch()
         return self._epoch
+
+    async def watch_commits(
+        self, on_head: Callable[[int], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        return None  # one process: the ingestor's listener wakes the feed
 
     async def reset_feed_epoch(self) -> str:
         self._epoch = new_epoch()

@@ -24,7 +24,9 @@ newer schema version or an unreachable server is a ``StoreError`` naming it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -134,6 +136,32 @@ class PostgresStore(SqlStore):
                 for stmt in step:
                     await conn.execute(stmt)
 
+    @property
+    def _channel(self) -> str:
+        """The NOTIFY channel of this log (one per schema)."""
+        suffix = hashlib.sha256((self.schema or "").encode()).hexdigest()[:16]
+        return f"dfos_relay_log_{suffix}"
+
+    async def watch_commits(
+        self, on_head: Callable[[int], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        try:
+            conn = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
+
+        def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+            if payload.isdigit():
+                on_head(int(payload))
+
+        await conn.add_listener(self._channel, heard)
+
+        async def stop() -> None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=2)
+
+        return stop
+
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -172,7 +200,12 @@ class PostgresStore(SqlStore):
 
             async def end(commit: bool) -> None:
                 if raw.is_in_transaction():
-                    await conn.execute("COMMIT" if commit else "ROLLBACK")
+                    if commit and session.new_head is not None:
+                        # delivered at COMMIT to every process watching the log
+                        notify = f"SELECT pg_notify('{self._channel}', '{session.new_head}')"
+                        await conn.execute(f"{notify}; COMMIT")
+                    else:
+                        await conn.execute("COMMIT" if commit else "ROLLBACK")
 
             session = SqlSession(conn, self._q, self._d, end)
             try:

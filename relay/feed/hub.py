@@ -3,8 +3,9 @@
 A subscription is a cursor over the store plus this signal; nothing is
 queued per subscriber, so a slow one only lags. Commits in this process
 notify at once (the ingestor's listener); commits by other processes that
-share the store (hypercorn workers, other hosts) are seen by a cheap
-head-seq poll that runs only while someone is subscribed.
+share the store (hypercorn workers, other hosts) are pushed by the store
+where it can (Postgres LISTEN/NOTIFY), and otherwise seen by a cheap
+head-seq poll that runs only while someone is subscribed (SQLite).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from stores.base import FeedStore
+
 log = logging.getLogger("dfos_relay.feed")
 
 DEFAULT_POLL_INTERVAL_S = 0.25
+PUSHED_POLL_INTERVAL_S = 2.0  # with pushed commits the poll is only a safety net
 
 
 class FeedHub:
@@ -32,6 +36,7 @@ class FeedHub:
         self.known_head = 0
         self._waiters = 0
         self._poller: asyncio.Task[None] | None = None
+        self._unwatch: Callable[[], Awaitable[None]] | None = None
 
     def notify(self, head_seq: int | None = None) -> None:
         """Something was committed (up to ``head_seq`` when known)."""
@@ -71,8 +76,21 @@ class FeedHub:
         finally:
             self._poller = None
 
+    async def watch(self, store: FeedStore) -> None:
+        """Take commits pushed by the store (Postgres LISTEN/NOTIFY), if it can."""
+        try:
+            self._unwatch = await store.watch_commits(self.notify)
+        except Exception as exc:  # the head-seq poll still covers other processes
+            log.warning("cannot watch commits, polling instead: %s", exc)
+            self._unwatch = None
+        if self._unwatch is not None:
+            self._poll_interval_s = max(self._poll_interval_s, PUSHED_POLL_INTERVAL_S)
+
     async def close(self) -> None:
-        """Stop polling and wake every waiter (the relay is stopping)."""
+        """Stop watching and polling, and wake every waiter (the relay stops)."""
+        unwatch, self._unwatch = self._unwatch, None
+        if unwatch is not None:
+            await unwatch()
         self.notify()
         if self._poller is not None:
             self._poller.cancel()

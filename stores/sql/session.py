@@ -49,6 +49,7 @@ class SqlSession:
         self._d = dialect
         self._end = end
         self.done = False
+        self.new_head: int | None = None  # the head seq a commit of new ops reached
 
     async def close(self) -> None:
         """Roll back unless committed (the backend calls this on exit)."""
@@ -118,6 +119,7 @@ class SqlSession:
         self.done = True
         try:
             head = await write_batch(self._conn, self._q, self._d, batch)
+            self.new_head = head if batch.operations else None
             await self._end(True)
         except BaseException:
             await self._end(False)

@@ -13,7 +13,7 @@ Sequencing sessions and the lifecycle are the backend's (see
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from stores.base import (
@@ -136,6 +136,11 @@ class SqlStore:
         row = await self._one(self._q.get_epoch, ())  # another process may have won
         assert row is not None
         return str(row[0])
+
+    async def watch_commits(
+        self, on_head: Callable[[int], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        return None  # a backend that can push commits overrides this
 
     async def reset_feed_epoch(self) -> str:
         epoch = new_epoch()

@@ -4,6 +4,8 @@ seq, and the log's epoch (minted once, persisted, reset on demand)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from stores.base import RelayStore
 from tests.stores.conftest import append, is_durable, op, reopen
 
@@ -65,3 +67,26 @@ async def test_epoch_is_minted_once_and_survives_a_restart(opened: RelayStore) -
     else:
         fresh = await opened.reset_feed_epoch()
         assert fresh != epoch and await opened.get_feed_epoch() == fresh
+
+
+async def test_commits_by_another_handle_are_pushed_where_the_backend_can(
+    opened: RelayStore,
+) -> None:
+    heard: list[int] = []
+    stop = await opened.watch_commits(heard.append)
+    if not is_durable(opened) or type(opened).__name__ == "SqliteStore":
+        assert stop is None  # memory: one process; SQLite: the feed polls the head seq
+        return
+    assert stop is not None
+    other = reopen(opened)  # another process's handle on the same log
+    await other.open()
+    try:
+        await append(other, op("p1"), op("p2"))
+        for _ in range(100):
+            if heard:
+                break
+            await asyncio.sleep(0.02)
+        assert heard == [2]
+    finally:
+        await other.close()
+        await stop()
