@@ -1,6 +1,6 @@
 """Three relays over real sockets: hypercorn on loopback in this process,
-and three separate OS processes (tests/support/relay_runner.py), each on its
-own SQLite file. The workload is written to one relay in random order and
+and three separate OS processes (the real `dfos-relay serve` console command),
+each on its own SQLite file. The workload is written to one relay in random order and
 reaches the others by gossip alone, sync alone or read-through alone."""
 
 from __future__ import annotations
@@ -88,19 +88,22 @@ async def test_three_relays_on_loopback_converge(tmp_path: Path, behavior: str) 
 
 
 async def test_three_relay_processes_converge_by_interval_sync(tmp_path: Path) -> None:
-    """Full mirrors (gossip + read-through + sync every 0.2s) as OS processes."""
+    """Three `dfos-relay serve` processes, peered for sync only (every 0.2s)."""
     tokens = mixed_workload(150, seed=53, now_ms=PAST_MS)
     ports = [free_port() for _ in range(3)]
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     procs = []
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = Path(sys.executable).parent / "dfos-relay"
+    # Only the flags below configure the relays; ignore any DFOS_RELAY_* in the caller's env.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
     try:
         for i, port in enumerate(ports):
-            args = [sys.executable, "-m", "tests.support.relay_runner", "--port", str(port),
-                    "--store", f"sqlite:///{tmp_path / f'r{i}.db'}", "--sync-interval", "0.2"]
+            args = [str(command), "serve", "--port", str(port),
+                    "--store", f"sqlite:///{tmp_path / f'r{i}.db'}",
+                    "--sync-interval", "0.2", "--log-level", "warning"]
             for url in urls:
                 if url != urls[i]:
-                    args += ["--peer", url]
+                    args += ["--peer", f"{url}#sync"]
             procs.append(subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL))
         async with httpx.AsyncClient(timeout=10) as http:
             for url in urls:
