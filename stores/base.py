@@ -12,6 +12,8 @@ against the smallest one it needs:
 - ``BlobStore``       content-plane blobs keyed by (creator DID, documentCID)
 - ``PeerCursorStore`` sync cursors the peers issued
 - ``RelayIdentityStore`` the relay's own persistent DID and key
+- ``ModerationStore`` bans, purges, dropping buffered ops (``stores.moderation``)
+- ``AuditSource``     a consistent read-only snapshot of every row (``stores.audit``)
 
 ``RelayStore`` is all of them plus the lifecycle (``open``/``close``).
 
@@ -31,6 +33,9 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from stores.audit import AuditSource
+from stores.moderation import ModerationStore
 
 OperationKind = Literal["identity-op", "content-op", "beacon", "artifact", "countersign"]
 ChainKind = Literal["identity", "content"]
@@ -144,11 +149,14 @@ class LogPage:
 
 @dataclass(frozen=True, slots=True)
 class PendingOp:
-    """A raw token waiting for one missing dependency."""
+    """A raw token waiting for one missing dependency (``waits_for`` is empty
+    for a buffered op not attempted yet). ``received_at_ms`` is when it was
+    first buffered (0: unknown, e.g. buffered before schema v3)."""
 
     cid: str
     jws_token: str
     waits_for: DependencyKey
+    received_at_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +302,11 @@ class SequencingSession(Protocol):
 
 
 class RawOpBuffer(Protocol):
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
-        """Buffer (cid, token) pairs before verification; idempotent.
+    async def put_raw_ops(
+        self, ops: Sequence[tuple[str, str]], received_at_ms: int = 0
+    ) -> set[str]:
+        """Buffer (cid, token) pairs before verification; idempotent (an op
+        keeps the ``received_at_ms`` it was first buffered with).
 
         Returns the CIDs that are already sequenced (those are not buffered)."""
         ...
@@ -314,6 +325,9 @@ class BlobStore(Protocol):
 class PeerCursorStore(Protocol):
     async def get_peer_cursor(self, peer_url: str) -> str | None: ...
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None: ...
+    async def list_peer_cursors(self) -> dict[str, str]:
+        """Every saved cursor by its key (the replication ledger, as stored)."""
+        ...
 
 
 class RelayIdentityStore(Protocol):
@@ -367,7 +381,15 @@ class FeedStore(Protocol):
 
 
 class RelayStore(
-    ProofReader, RawOpBuffer, BlobStore, PeerCursorStore, RelayIdentityStore, FeedStore, Protocol
+    ProofReader,
+    RawOpBuffer,
+    BlobStore,
+    PeerCursorStore,
+    RelayIdentityStore,
+    FeedStore,
+    ModerationStore,
+    AuditSource,
+    Protocol,
 ):
     async def open(self) -> None: ...
     async def close(self) -> None: ...

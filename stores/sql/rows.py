@@ -94,7 +94,9 @@ def log_entry(row: Row) -> LogEntry:
 
 
 def pending_op(row: Row) -> PendingOp:
-    return PendingOp(row[0], row[1], row[2])
+    """From (cid, token, waits_for[, received_at_ms])."""
+    received = int(row[3]) if len(row) > 3 and row[3] is not None else 0
+    return PendingOp(row[0], row[1], row[2], received)
 
 
 def identity_record(row: Row) -> RelayIdentityRecord:
