@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from relay.ingest.policy import WritePolicy
     from relay.limits import Network, RateLimit
 
 MAX_OPERATIONS_PER_REQUEST = 100  # openapi.yaml: operations maxItems
@@ -17,6 +18,7 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
 DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
+DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S = 300  # admin tokens are short-lived: the replay window
 PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"
 DEFAULT_PROFILE: Mapping[str, Any] = MappingProxyType(
     {"name": "dfos-relay", "description": "A DFOS web relay"}
@@ -40,3 +42,7 @@ class RelayConfig:
     feed_max_subscribers: int = 1000
     feed_heartbeat_s: float = 15.0
     feed_send_timeout_s: float = 30.0
+    # administration (relay.admin) and the write gate (relay.ingest.policy)
+    admin_dids: tuple[str, ...] = ()  # operators; none: /admin/ answers 501
+    admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    write_policy: WritePolicy | None = None  # None: only bans apply

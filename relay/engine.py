@@ -16,9 +16,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+from relay.admin.bans import BanList
+from relay.admin.service import ReconcileUnavailable
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
+from relay.ingest.policy import WriteGate
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
 from relay.relay_identity import new_relay_identity
@@ -26,7 +29,7 @@ from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
-    from relay.peering.api import PeeringService
+    from relay.peering.api import PeeringService, PeerState
 
 # Builds the ASGI app that serves a relay (``relay.http.app.build_app``).
 AppFactory = Callable[["Relay"], Any]
@@ -66,7 +69,10 @@ class Relay:
         self.store = store
         self.config = config
         self.clock = clock
-        self.ingestor = Ingestor(store, clock, config.max_pending)
+        # bans (from the store) and the write policy, asked before each commit
+        self.bans = BanList(store)
+        self.gate = WriteGate(config.write_policy, self.bans.lookup, config.admin_dids)
+        self.ingestor = Ingestor(store, clock, config.max_pending, self.gate)
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.peering = peering
         self._given_identity = identity
@@ -97,6 +103,7 @@ class Relay:
         await self.store.open()
         try:
             await self.feed.hub.watch(self.store)
+            await self.bans.refresh()
             self._identity = await self._load_identity()
             resumed = await self.ingestor.drain_buffer()
             if resumed:
@@ -117,6 +124,7 @@ class Relay:
         if self.peering is not None:
             await self.peering.stop()
         await self.feed.hub.close()
+        self.gate.close()
         await self.store.close()
 
     @asynccontextmanager
@@ -137,6 +145,7 @@ class Relay:
             await self.store.put_relay_identity(identity)
             # another process sharing the store may have written first: use its identity
             identity = await self.store.get_relay_identity() or identity
+        self.gate.exempt(identity.did)  # the relay's own ops pass bans and policy
         results = await self.ingestor.ingest([identity.genesis_token, identity.profile_token])
         for result in results:
             if result.status is Status.REJECTED:
@@ -152,6 +161,7 @@ class Relay:
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         """Ingest a batch; ``source`` names the peer it came from (no echo)."""
+        await self.bans.refresh_if_stale()  # bans made by other workers
         results = await self.ingestor.ingest(tokens, source)
         self.metrics.record_ingestion(results)
         return results
@@ -167,3 +177,22 @@ class Relay:
         if self.peering is None:
             return 0
         return await self.peering.sync_once()
+
+    async def sync_peer(self, url: str) -> int:
+        """Sync in from one configured peer until caught up (KeyError: not a peer)."""
+        if self.peering is None:
+            raise KeyError(url)
+        return await self.peering.sync_peer(url)
+
+    def peer_states(self) -> list[PeerState]:
+        return [] if self.peering is None else self.peering.peer_states()
+
+    async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:
+        """Run set reconciliation with ``peer_url`` now (``POST /admin/peers/reconcile``).
+
+        The seam for Negentropy reconciliation: once ``self.reconcile(peer)``
+        exists, this awaits it and returns its summary as JSON-ready data
+        (KeyError for a peer that is not configured). Until then it raises
+        ``ReconcileUnavailable`` and the route answers 501.
+        """
+        raise ReconcileUnavailable("set reconciliation is not available on this relay yet")

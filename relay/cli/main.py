@@ -7,6 +7,7 @@
     dfos-relay import FILE.jsonl [--store URL]
                                             ingest an export through the pipeline
     dfos-relay converge ...                 the Spark convergence job
+    dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
 
 A usage or configuration error is one line on stderr and exit status 2;
 a failure while running is one line and exit status 1.
@@ -81,6 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
         "reset-epoch", help="start a new epoch (followers get 410 and bootstrap again)"
     )
     reset.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+    audit = commands.add_parser(
+        "verify-store", help="re-verify every stored chain and row (exit 0 only when clean)"
+    )
+    audit.add_argument(
         "--store",
         default=None,
         metavar="URL",
@@ -186,6 +197,21 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 130
 
 
+def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli.verify import VerifyError, verify_store_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+
+    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    try:
+        return asyncio.run(verify_store_command(store))
+    except SettingsError as exc:
+        return _fail(args.command, exc, EXIT_USAGE)
+    except VerifyError as exc:
+        return _fail(args.command, exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
@@ -195,6 +221,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return _feed(args, environ)
     if args.command == "converge":
         return _converge(args)
+    if args.command == "verify-store":
+        return _verify(args, environ)
     return _transfer(args, environ)
 
 

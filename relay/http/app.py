@@ -15,6 +15,7 @@ from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
 from . import changes, content, proof
+from .admin import ADMIN_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .ops import OPS_ROUTES
 
@@ -75,7 +76,7 @@ def build_app(relay: Relay) -> Starlette:
             await relay.stop()
 
     app = Starlette(
-        routes=[*PROOF_ROUTES, *FEED_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
+        routes=[*PROOF_ROUTES, *FEED_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES, *ADMIN_ROUTES],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
         middleware=middleware_for(relay),
