@@ -196,8 +196,13 @@ class Admin:
         target = logging.getLogger(logger) if logger else logging.getLogger()
         previous = logging.getLevelName(target.getEffectiveLevel()).lower()
         target.setLevel(level.upper())
-        self._ok("log-level", logger=logger or "root", previous=previous, new=level)
+        self._ok("log-level", target_logger=logger or "root", previous=previous, new=level)
         return previous, level
+
+    def log_levels(self) -> dict[str, str]:
+        levels = log_levels()
+        self._ok("get-log-level")
+        return levels
 
     # the replication ledger ----------------------------------------------------
     async def ledger(self) -> dict[str, str]:

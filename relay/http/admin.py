@@ -32,7 +32,7 @@ from starlette.routing import Route
 from relay.admin import AdminCaller, AdminRefused, authenticate_admin
 from relay.admin.audit import audit
 from relay.admin.auth import token_signer
-from relay.admin.service import Admin, AdminError, BanListing, BanOutcome, log_levels
+from relay.admin.service import Admin, AdminError, BanListing, BanOutcome
 from relay.peering.api import PeerState
 
 from .content import identity_state
@@ -202,7 +202,7 @@ async def reconcile_peer(request: Request, admin: Admin) -> Response:
 
 @admin_route
 async def get_log_level(request: Request, admin: Admin) -> Response:
-    return JSONResponse({"levels": log_levels()})
+    return JSONResponse({"levels": admin.log_levels()})
 
 
 @admin_route
