@@ -31,6 +31,14 @@ BAD_VALUES = {
     "--feed-heartbeat": "0",
     "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
+    "--admin-did": "not-a-did",
+    "--admin-token-max-lifetime": "0",
+    "--write-policy": "no_such_module_here:policy",
+    "--write-policy-timeout": "0",
+    "--allow-did": "did:web:example.com",
+    "--deny-did": "alice",
+    "--allow-kind": "post",
+    "--deny-kind": "blob",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},

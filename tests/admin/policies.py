@@ -1,0 +1,45 @@
+"""Write policies the tests name as ``tests.admin.policies:<function>``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from relay.ingest.policy import VerifiedOp
+
+CALLS: list[tuple[str, str, str]] = []  # (cid, kind, signer) seen by ``recording``
+SLOW: set[str] = set()  # signers ``slow_for_some`` sleeps on
+
+
+def refuse_beacons(op: VerifiedOp, signer: str) -> str | None:
+    return "no beacons here" if op.kind == "beacon" else None
+
+
+def refuse_all(op: VerifiedOp, signer: str) -> bool:
+    return False
+
+
+def explode(op: VerifiedOp, signer: str) -> None:
+    raise RuntimeError("boom")
+
+
+def ill_typed(op: VerifiedOp, signer: str) -> int:
+    return 42
+
+
+def slow_for_some(op: VerifiedOp, signer: str) -> None:
+    if signer in SLOW:
+        time.sleep(5)
+
+
+async def refuse_artifacts(op: VerifiedOp, signer: str) -> str | None:
+    await asyncio.sleep(0)
+    return "no artifacts" if op.kind == "artifact" else None
+
+
+def recording(op: VerifiedOp, signer: str) -> None:
+    assert signer == op.signer and op.payload.get("did", signer)
+    CALLS.append((op.cid, op.kind, signer))
+
+
+not_callable = 3

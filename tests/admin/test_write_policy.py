@@ -1,0 +1,145 @@
+"""The write policy: allow/deny lists and an operator function, called once
+per verified op before commit with the op and its signer. It accepts, or
+refuses with a reason that reaches the client's result line; a raising,
+ill-typed or slow function refuses with ``policy-error`` within the timeout
+and never stalls the sequencer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from relay.config import RelayConfig
+from relay.ingest.policy import PolicyFunction, WritePolicy
+from stores.base import RelayStore
+
+from . import policies
+from .conftest import TRANSPORTS, World, open_world
+
+
+def use(world: World, function: PolicyFunction | None = None, **lists: Any) -> None:
+    """Swap the relay's write policy (the world's identities are in already)."""
+    sets = {name: frozenset(values) for name, values in lists.items()}
+    timeout = sets.pop("timeout_s", None)
+    policy = WritePolicy(function, getattr(function, "__name__", ""), **sets)
+    world.relay.gate.policy = replace(policy, timeout_s=0.3) if timeout else policy
+
+
+def token_of(world: World, make: Any) -> str:
+    make()
+    return world.builder.tokens[-1]
+
+
+async def line(world: World, token: str) -> dict[str, Any]:
+    return (await world.post([token]))[0]
+
+
+async def test_deny_and_allow_lists(world: World) -> None:
+    b, alice, bob = world.builder, world.alice, world.bob
+    use(world, deny_dids={alice.did}, deny_kinds={"artifact"})
+    refused = await line(world, world.beacon(alice))
+    assert refused["reason"] == "policy-denied" and "deny list" in refused["error"]
+    assert (await line(world, world.beacon(bob)))["status"] == "new"
+    refused = await line(world, token_of(world, lambda: b.artifact(bob)))
+    assert refused["reason"] == "policy-denied" and "artifact" in refused["error"]
+    use(world, allow_dids={bob.did}, allow_kinds={"beacon"})
+    assert (await line(world, world.beacon(world.outsider)))["reason"] == "policy-denied"
+    refused = await line(world, token_of(world, lambda: b.content_create(bob)))
+    assert refused["reason"] == "policy-denied" and "not allowed" in refused["error"]
+    assert (await line(world, world.beacon(bob)))["status"] == "new"
+    # the relay's operators are exempt: their identity must stay usable
+    assert (await line(world, world.beacon(world.operator)))["status"] == "new"
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def beaconless(
+    request: pytest.FixtureRequest, store: RelayStore, audit_lines: list[dict[str, Any]]
+) -> AsyncIterator[World]:
+    policy = WritePolicy(policies.refuse_beacons, "tests.admin.policies:refuse_beacons")
+    config = RelayConfig(write_policy=policy)
+    async with open_world(store, request.param, audit_lines, config=config) as w:
+        yield w
+
+
+async def test_a_policy_refuses_with_a_reason_on_the_result_line(beaconless: World) -> None:
+    w = beaconless
+    refused = await line(w, w.beacon(w.alice))
+    assert refused == {
+        "cid": refused["cid"], "status": "rejected", "kind": "beacon",
+        "error": "policy: no beacons here", "reason": "policy-denied",
+    }  # fmt: skip
+    assert (await line(w, token_of(w, lambda: w.builder.content_create(w.alice))))["status"] == (
+        "new"
+    )
+    use(w, policies.refuse_all)
+    refused = await line(w, token_of(w, lambda: w.builder.artifact(w.bob)))
+    assert refused["reason"] == "policy-denied" and "write policy" in refused["error"]
+
+
+async def test_an_async_policy(world: World) -> None:
+    use(world, policies.refuse_artifacts)
+    refused = await line(world, token_of(world, lambda: world.builder.artifact(world.bob)))
+    assert refused["error"] == "policy: no artifacts"
+    assert (await line(world, world.beacon(world.bob)))["status"] == "new"
+
+
+@pytest.mark.parametrize(
+    ("function", "text"),
+    [(policies.explode, "RuntimeError: boom"), (policies.ill_typed, "returned int")],
+    ids=["raises", "ill-typed"],
+)
+async def test_a_failing_policy_refuses_with_policy_error(
+    world: World, function: PolicyFunction, text: str
+) -> None:
+    use(world, function)
+    refused = await line(world, world.beacon(world.alice))
+    assert refused["reason"] == "policy-error" and refused["error"].startswith("policy error")
+    assert text in refused["error"]
+
+
+async def test_a_slow_policy_is_bounded_and_never_stalls_the_sequencer(world: World) -> None:
+    use(world, policies.slow_for_some, timeout_s={0.3})
+    policies.SLOW.add(world.alice.did)
+    try:
+        started = time.monotonic()
+        slow, fast = await asyncio.gather(
+            line(world, world.beacon(world.alice)), line(world, world.beacon(world.bob))
+        )
+        assert time.monotonic() - started < 3
+        assert slow["reason"] == "policy-error" and "within 0.3s" in slow["error"]
+        assert fast["status"] == "new"  # its own session: judged at once after the slow one
+        # the hung call is abandoned: later ops are judged at once
+        started = time.monotonic()
+        assert (await line(world, world.beacon(world.bob)))["status"] == "new"
+        assert time.monotonic() - started < 2
+    finally:
+        policies.SLOW.clear()
+
+
+async def test_called_once_per_verified_op_and_only_after_verification(world: World) -> None:
+    use(world, policies.recording)
+    policies.CALLS.clear()
+    b, alice = world.builder, world.alice
+    forged = world.beacon(alice)
+    head, _, signature = forged.rpartition(".")
+    forged = f"{head}.{'A' * len(signature)}"
+    chain = b.content_create(alice)
+    genesis = b.tokens[-1]
+    update_cid = b.content_update(chain)
+    update = b.tokens[-1]
+    results = await world.post([forged, update])  # the update waits for its parent
+    assert results[0]["status"] == "rejected" and results[0]["reason"] != "policy-error"
+    assert results[1]["reason"] == "missing-previous"
+    assert policies.CALLS == []
+    assert [r["status"] for r in await world.post([genesis])] == ["new"]
+    assert [
+        (chain.genesis_cid, "content-op", alice.did),
+        (update_cid, "content-op", alice.did),  # woken from the buffer, judged once
+    ] == policies.CALLS
+    assert [r["status"] for r in await world.post([genesis, update])] == ["duplicate"] * 2
+    assert len(policies.CALLS) == 2
