@@ -20,7 +20,7 @@ from stores.memory import MemoryStore
 
 from .conftest import DFOS_RELAY, clean_env
 
-SUBCOMMANDS = ["serve", "dump-log", "import", "converge", "follow", "feed"]
+SUBCOMMANDS = ["serve", "dump-log", "import", "converge", "follow", "feed", "verify-store"]
 
 
 def run(
@@ -51,7 +51,10 @@ def test_every_subcommand_has_help_with_meaningful_metavars(command: str) -> Non
 
 def test_serve_help_names_what_each_flag_takes() -> None:
     usage = run("serve", "--help").stdout
-    for shown in ("--peer URL[#behaviours]", "--store URL", "--port PORT", "--workers N"):
+    for shown in (
+        "--peer URL[#behaviours]", "--store URL", "--port PORT", "--workers N",
+        "--admin-did DID", "--write-policy MODULE:FUNCTION", "--deny-kind KIND",
+    ):  # fmt: skip
         assert shown in usage
 
 
