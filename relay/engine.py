@@ -66,7 +66,7 @@ class Relay:
         self.store = store
         self.config = config
         self.clock = clock
-        self.ingestor = Ingestor(store, clock, config.max_pending)
+        self.ingestor = Ingestor(store, clock, config.max_pending, config.verify_threads)
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.peering = peering
         self._given_identity = identity
@@ -118,6 +118,7 @@ class Relay:
             await self.peering.stop()
         await self.feed.hub.close()
         await self.store.close()
+        self.ingestor.close()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Relay]:

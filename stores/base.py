@@ -266,6 +266,9 @@ class ProofReader(Protocol):
     async def get_identity_keys(
         self, dids: Collection[str]
     ) -> dict[str, list[IdentityKeyRecord]]: ...
+    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
+        """Those of ``cids`` that are in the log (one read for the whole set)."""
+        ...
 
 
 class SequencingSession(Protocol):

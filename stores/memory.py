@@ -131,6 +131,9 @@ class MemoryStore:
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
         return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
 
+    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
+        return {c for c in cids if c in self._ops}
+
     async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
         return {d: self._beacons[d] for d in dids if d in self._beacons}
 

@@ -2,17 +2,23 @@
 (WEB-RELAY.md "Operation Ingestion", "Convergence").
 
 1. Decode and classify every token; malformed ones are rejected on their own
-   line. Well-formed tokens are buffered raw (idempotent) before anything is
-   verified.
-2. Precheck, outside any lock: derive CIDs and check signatures against the
-   keys the signers are known to hold (``precheck.py``), so the serialized
-   pass below spends its time on chain rules, not on cryptography.
+   line.
+2. Precheck, outside any lock and on several threads: derive CIDs and check
+   signatures against the keys the signers are known to hold (``precheck.py``,
+   ``parallel.py``), so the serialized pass below spends its time on chain
+   rules, not on cryptography.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
    verifies. Ops that miss a dependency wait *indexed by that dependency*;
    each accepted op wakes only its own dependants (from this request and
    from the persistent buffer), which form the next round. No rescans.
 4. Commit the session atomically, then tell listeners (gossip) what is new.
+
+Store-then-verify, folded into one transaction: an op that must wait is
+written to the raw-op buffer by the commit of the session that parked it
+(with the key it waits for); an op sequenced or rejected within its own
+request never gets a buffer row. Nothing is answered before that commit, so
+a crash before it loses nothing a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
@@ -34,6 +40,7 @@ from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
+from .parallel import PrecheckPool
 from .precheck import precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -85,8 +92,11 @@ def _rejected(cid: str, reason: RejectReason, detail: str) -> IngestionResult:
 class Ingestor:
     """Serializes all chain-state changes of one relay process."""
 
-    def __init__(self, store: RelayStore, clock: Clock, max_pending: int) -> None:
+    def __init__(
+        self, store: RelayStore, clock: Clock, max_pending: int, verify_threads: int | None = None
+    ) -> None:
         self._store = store
+        self._pool = PrecheckPool(verify_threads)
         self._clock = clock
         self._max_pending = max_pending
         self._lock = asyncio.Lock()
@@ -99,14 +109,18 @@ class Ingestor:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def close(self) -> None:
+        """Stop the precheck threads (they are started again on demand)."""
+        self._pool.close()
+
     async def ingest(
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
-            known = await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
-            submitted = await precheck_submitted(submitted, known, self._store)
+            # No buffer row up front: the session's commit buffers what waits.
+            submitted = await precheck_submitted(submitted, None, self._store, self._pool)
         outcomes, sequenced = await self._run(submitted)
         await self._notify(sequenced, source)
         return [

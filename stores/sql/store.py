@@ -154,6 +154,9 @@ class SqlStore:
             out.setdefault(r[0], []).append(R.key_record(r))
         return out
 
+    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
+        return {str(r[0]) for r in await self._fetch_in(self._q.known_cids, cids)}
+
     async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
         if not values:
             return []

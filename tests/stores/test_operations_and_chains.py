@@ -36,6 +36,13 @@ async def test_operation_round_trips_with_state_snapshot(opened: RelayStore) -> 
     assert found == {"c1": genesis, "c3": beacon}
 
 
+async def test_sequenced_cids_names_the_logged_ones(opened: RelayStore) -> None:
+    await append(opened, op("c1"), op("c2"))
+    await opened.put_raw_ops([("c3", "tok.c3")])  # buffered is not sequenced
+    assert await opened.sequenced_cids({"c1", "c3", "c9"}) == {"c1"}
+    assert await opened.sequenced_cids([]) == set()
+
+
 async def test_batch_reads_accept_empty_collections(opened: RelayStore) -> None:
     async with opened.sequencing() as s:
         assert await s.get_operations([]) == {}
