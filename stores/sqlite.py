@@ -36,15 +36,21 @@ from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
+from stores.sqlite_session import SqliteSession
 
 READERS = 2
 BUSY_TIMEOUT_MS = 30_000
 CACHE_KIB = 64 * 1024
+# Reads map the file instead of copying pages into each connection's cache:
+# the log pages and index probes of a large relay stay cheap once the OS
+# holds them (address space only; the OS decides what stays resident).
+MMAP_BYTES = 1 << 30
 PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA synchronous = NORMAL",
     f"PRAGMA cache_size = -{CACHE_KIB}",
     "PRAGMA temp_store = MEMORY",
+    f"PRAGMA mmap_size = {MMAP_BYTES}",
 )
 
 
@@ -78,6 +84,10 @@ class _SqliteConn:
             return await self.db._execute(fn, *args)
         except sqlite3.Error as exc:
             raise _describe(self._path, exc) from exc
+
+    async def hop(self, fn: Any, *args: Any) -> Any:
+        """``fn(db, *args)`` on the connection's thread, in one hand-off."""
+        return await self._hop(fn, self.db._conn, *args)
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return list(await self._hop(_fetchall, self.db._conn, sql, params))
@@ -243,8 +253,7 @@ class SqliteStore(SqlStore):
     async def sequencing(self) -> AsyncIterator[SqlSession]:
         writer = self._live_writer()
         async with self._lock:
-            await writer.begin()
-            session = SqlSession(writer, self._q, self._d, writer.end)
+            session = SqliteSession(writer, self._q, self._d, writer.end)
             try:
                 yield session
             finally:

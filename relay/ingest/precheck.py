@@ -43,14 +43,15 @@ async def precheck_submitted(
     signers' keys) are left alone: they will answer ``duplicate``."""
     signers = {i: _signer(sub) for i, sub in submitted}
     dids = {signer[0] for signer in signers.values() if signer is not None and signer[0]}
+    known: Collection[str]
     if sequenced is None:
-        sequenced, stored = await asyncio.gather(
+        known, stored = await asyncio.gather(
             store.sequenced_cids({sub.cid for _, sub in submitted}),
             store.get_identity_keys(dids),
         )
     else:
-        stored = await store.get_identity_keys(dids)
-    fresh = [(i, sub) for i, sub in submitted if sub.cid not in sequenced]
+        known, stored = sequenced, await store.get_identity_keys(dids)
+    fresh = [(i, sub) for i, sub in submitted if sub.cid not in known]
     if not fresh:
         return list(submitted)
     keys: KeyIndex = defaultdict(lambda: defaultdict(set))
