@@ -41,7 +41,7 @@ from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
 from .parallel import PrecheckPool
-from .precheck import precheck_submitted
+from .precheck import precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
 
@@ -146,7 +146,9 @@ class Ingestor:
         self, submitted: Sequence[tuple[int | None, Submitted]]
     ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
-            run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
+            run = _Sequencing(
+                StateView(session), self._clock(), self._max_pending, self._prepared, self._pool
+            )
             await run.sequence(list(submitted))
             batch = run.view.batch
             if batch.is_empty():
@@ -184,9 +186,15 @@ class _Sequencing:
     """One session's rounds of verify-and-wake."""
 
     def __init__(
-        self, view: StateView, now_ms: int, max_pending: int, prepared: dict[str, Submitted]
+        self,
+        view: StateView,
+        now_ms: int,
+        max_pending: int,
+        prepared: dict[str, Submitted],
+        pool: PrecheckPool,
     ) -> None:
         self.view = view
+        self._pool = pool
         self._prepared = prepared
         if len(prepared) > max_pending:  # entries resolved by another process
             prepared.clear()
@@ -207,6 +215,7 @@ class _Sequencing:
             round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
+            round_ = await precheck_round(round_, self.view, self._pool)
             if first:
                 self._buffered_waiting = pending or 0
                 self._room -= self._buffered_waiting

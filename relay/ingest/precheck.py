@@ -26,6 +26,7 @@ from stores.base import ProofReader
 
 from .common import Submitted
 from .parallel import PrecheckPool
+from .view import StateView
 
 KeyIndex = dict[str, dict[str, set[bytes]]]  # did -> key id -> raw public keys
 
@@ -127,3 +128,32 @@ def _index_identity_keys(
             keys[did][entry.id].add(entry.public_key)
         except ProtocolError:
             continue
+
+
+async def precheck_round(
+    round_: list[tuple[int | None, Submitted]], view: StateView, pool: PrecheckPool
+) -> list[tuple[int | None, Submitted]]:
+    """``round_`` with the signatures that still lack a checked key checked
+    (on ``pool``'s threads) against the keys the session's view holds now.
+
+    Ops woken from the buffer, or whose signer arrived after their request's
+    precheck, would otherwise be verified one by one in the serialized pass."""
+    todo: list[int] = []
+    jobs = []
+    for n, (_, sub) in enumerate(round_):
+        kid = sub.decoded.kid
+        if sub.decoded.verified_key is not None or kid is None or "#" not in kid:
+            continue
+        try:
+            candidates = view.resolve_key(kid)
+        except ProtocolError:
+            continue  # unknown key: the verifier reports it (or the op waits)
+        todo.append(n)
+        jobs.append((sub.decoded, candidates))
+    if not jobs:
+        return round_
+    out = list(round_)
+    for n, decoded in zip(todo, await pool.run(jobs), strict=True):
+        index, sub = out[n]
+        out[n] = (index, Submitted(decoded, sub.cid, sub.kind, sub.token_hash))
+    return out
