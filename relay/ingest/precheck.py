@@ -11,6 +11,7 @@ of the same request; the session still decides whether the key is valid.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
@@ -134,22 +135,30 @@ async def precheck_round(
     round_: list[tuple[int | None, Submitted]], view: StateView, pool: PrecheckPool
 ) -> list[tuple[int | None, Submitted]]:
     """``round_`` with the signatures that still lack a checked key checked
-    (on ``pool``'s threads) against the keys the session's view holds now.
+    (on ``pool``'s threads) against the keys the session's view holds now and
+    those the round's own identity ops introduce.
 
     Ops woken from the buffer, or whose signer arrived after their request's
     precheck, would otherwise be verified one by one in the serialized pass."""
-    todo: list[int] = []
-    jobs = []
-    for n, (_, sub) in enumerate(round_):
-        kid = sub.decoded.kid
-        if sub.decoded.verified_key is not None or kid is None or "#" not in kid:
-            continue
-        try:
-            candidates = view.resolve_key(kid)
-        except ProtocolError:
-            continue  # unknown key: the verifier reports it (or the op waits)
-        todo.append(n)
-        jobs.append((sub.decoded, candidates))
+    unchecked = [n for n, (_, sub) in enumerate(round_) if sub.decoded.verified_key is None]
+    if not unchecked:
+        return round_
+    introduced: KeyIndex = defaultdict(lambda: defaultdict(set))
+    for _, sub in round_:
+        if sub.kind == "identity-op":
+            _index_identity_keys(sub, _signer(sub), introduced)
+    todo, jobs = [], []
+    for n in unchecked:
+        sub = round_[n][1]
+        signer = _signer(sub)
+        candidates = set(_candidates(sub, introduced, signer))
+        if signer is not None and signer[0] is not None:
+            # a key not known yet: the verifier reports it (or the op waits)
+            with contextlib.suppress(ProtocolError):
+                candidates.update(view.resolve_key(sub.decoded.kid or ""))
+        if candidates:
+            todo.append(n)
+            jobs.append((sub.decoded, candidates))
     if not jobs:
         return round_
     out = list(round_)
