@@ -36,6 +36,7 @@ from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
+from stores.sqlite_checkpoint import WRITER_PRAGMA, Checkpointer
 from stores.sqlite_session import SqliteSession
 
 READERS = 2
@@ -168,6 +169,8 @@ class SqliteStore(SqlStore):
         self._readers: list[_SqliteConn] = []
         self._rr = itertools.count()
         self._lock = asyncio.Lock()
+        self._checkpoints: _SqliteConn | None = None
+        self._checkpointer: Checkpointer | None = None
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -179,7 +182,10 @@ class SqliteStore(SqlStore):
             mode = await self._writer.fetch("PRAGMA journal_mode = WAL")
             if not mode or str(mode[0][0]).lower() != "wal":
                 raise StoreError(f"SQLite file {self.path}: cannot enable WAL mode ({mode})")
+            await self._writer.execute(WRITER_PRAGMA)
             await self._migrate(self._writer)
+            self._checkpoints = await self._connect()
+            self._checkpointer = Checkpointer(self._checkpoints)
             for _ in range(self._n_readers):
                 reader = await self._connect()
                 await reader.execute("PRAGMA query_only = ON")
@@ -216,8 +222,11 @@ class SqliteStore(SqlStore):
             raise
 
     async def close(self) -> None:
-        conns = [c for c in (self._writer, *self._readers) if c is not None]
-        self._writer, self._readers = None, []
+        if self._checkpointer is not None:
+            await self._checkpointer.close()
+        conns = [c for c in (self._writer, self._checkpoints, *self._readers) if c is not None]
+        self._writer, self._readers, self._checkpoints = None, [], None
+        self._checkpointer = None
         for conn in conns:
             await conn.db.close()
 
@@ -258,3 +267,5 @@ class SqliteStore(SqlStore):
                 yield session
             finally:
                 await session.close()
+        if session.new_head is not None and self._checkpointer is not None:
+            self._checkpointer.committed()
