@@ -131,8 +131,10 @@ class MemoryStore:
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
         return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
 
-    async def sequenced_cids(self, cids: Collection[str]) -> set[str]:
-        return {c for c in cids if c in self._ops}
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        return {c for c in cids if c in self._ops}, await self.get_identity_keys(dids)
 
     async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
         return {d: self._beacons[d] for d in dids if d in self._beacons}

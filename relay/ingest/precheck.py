@@ -10,7 +10,6 @@ of the same request; the session still decides whether the key is valid.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -47,10 +46,8 @@ async def precheck_submitted(
     dids = {signer[0] for signer in signers.values() if signer is not None and signer[0]}
     known: Collection[str]
     if sequenced is None:
-        known, stored = await asyncio.gather(
-            store.sequenced_cids({sub.cid for _, sub in submitted}),
-            store.get_identity_keys(dids),
-        )
+        cids = {sub.cid for _, sub in submitted}
+        known, stored = await store.sequenced_and_keys(cids, dids)
     else:
         known, stored = sequenced, await store.get_identity_keys(dids)
     fresh = [(i, sub) for i, sub in submitted if sub.cid not in known]
