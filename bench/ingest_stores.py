@@ -12,6 +12,8 @@ stores and orders so that other work on the host hits all alike):
 Every run must sequence every op (checked against the log length).
 
     .venv/bin/python -m bench.ingest_stores --ops 10000 --repeat 3
+    .venv/bin/python -m bench.ingest_stores --backends memory,postgres \
+        --pg-url "postgresql://postgres@127.0.0.1:5432/test?synchronous_commit=off"
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import asyncio
 import random
 import time
 
-from bench.common import bench_store, cached_workload
+from bench.common import PG_URL, bench_store, cached_workload
 from relay import RelayConfig, create_relay
 
 BATCH = 100
@@ -45,10 +47,10 @@ def plan(tokens: list[str], shuffled: bool, seed: int) -> list[list[str]]:
 
 
 async def ingest_once(
-    backend: str, batches: list[list[str]], n_ops: int, config: RelayConfig
+    backend: str, batches: list[list[str]], n_ops: int, config: RelayConfig, pg_url: str = PG_URL
 ) -> tuple[float, float]:
     """(ops/s, process CPU seconds per op) of one fresh relay."""
-    async with bench_store(backend) as store:
+    async with bench_store(backend, pg_url) as store:
         relay = create_relay(store, config=config)
         async with relay.running():
             base = await store.log_length()  # the relay's own identity + profile
@@ -69,6 +71,7 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="best of N alternating runs")
     parser.add_argument("--backends", default="memory,sqlite,postgres")
     parser.add_argument("--verify-threads", type=int, default=None, help="default: per core")
+    parser.add_argument("--pg-url", default=PG_URL, help="server settings may ride in the query")
     args = parser.parse_args()
     tokens = cached_workload(args.ops, args.seed)
     backends = args.backends.split(",")
@@ -78,7 +81,7 @@ async def main() -> None:
     for _ in range(args.repeat):
         for backend in backends:
             for shuffled, batches in plans.items():
-                rate, cpu = await ingest_once(backend, batches, len(tokens), config)
+                rate, cpu = await ingest_once(backend, batches, len(tokens), config, args.pg_url)
                 key = (backend, shuffled)
                 if rate > best.get(key, (0.0, 0.0))[0]:
                     best[key] = (rate, cpu)
