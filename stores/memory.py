@@ -12,7 +12,6 @@ import bisect
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
 
 from sortedcontainers import SortedList
 
@@ -163,7 +162,17 @@ class MemoryStore:
         # No await below: the whole batch applies atomically for other tasks.
         for op in batch.operations:
             seq = len(self._log) + 1
-            self._ops[op.cid] = replace(op, seq=seq)
+            self._ops[op.cid] = OperationRecord(  # not replace(): this runs per op
+                op.cid,
+                op.jws_token,
+                op.kind,
+                op.chain_id,
+                op.author_did,
+                op.parent_cid,
+                op.created_at_ms,
+                op.state,
+                seq,
+            )
             self._log_pos[op.cid] = len(self._log)
             if op.kind in CHAIN_KINDS:
                 self._chain_log[op.chain_id].append(len(self._log))
