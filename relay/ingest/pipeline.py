@@ -138,16 +138,21 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced = await self._run(subs)
+            _, sequenced = await self._run(subs, prechecked=False)
             await self._notify(sequenced, None)
             total += len(sequenced)
 
     async def _run(
-        self, submitted: Sequence[tuple[int | None, Submitted]]
+        self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
     ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
             run = _Sequencing(
-                StateView(session), self._clock(), self._max_pending, self._prepared, self._pool
+                StateView(session),
+                self._clock(),
+                self._max_pending,
+                self._prepared,
+                self._pool,
+                prechecked,
             )
             await run.sequence(list(submitted))
             batch = run.view.batch
@@ -192,9 +197,11 @@ class _Sequencing:
         max_pending: int,
         prepared: dict[str, Submitted],
         pool: PrecheckPool,
+        prechecked: bool,
     ) -> None:
         self.view = view
         self._pool = pool
+        self._prechecked = prechecked  # the first round's ops (a request's) are
         self._prepared = prepared
         if len(prepared) > max_pending:  # entries resolved by another process
             prepared.clear()
@@ -215,7 +222,8 @@ class _Sequencing:
             round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
-            round_ = await precheck_round(round_, self.view, self._pool)
+            if not (first and self._prechecked):  # a request's ops were, before the session
+                round_ = await precheck_round(round_, self.view, self._pool)
             if first:
                 self._buffered_waiting = pending or 0
                 self._room -= self._buffered_waiting
