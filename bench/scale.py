@@ -10,7 +10,8 @@ Prints, per backend, measured in the same run:
   of a state lookup (``GET /identities/{did}``) and of a per-chain log page
   (``GET /content/{id}/log``, a chain of the first 10k ops) at 10k ops and at
   the end, and their ratio (target <= 1.5x);
-- the process RSS at 10k ops and at the end.
+- the process RSS before the relay starts (the workload is loaded by then),
+  at 10k ops and at the end, and the relay's growth between the last two.
 
 The workload is generated once and cached under bench/out/. Postgres runs
 on the server at ``bench.common.PG_URL`` as it is configured, or, with
@@ -80,6 +81,7 @@ async def first_content_chain(store: RelayStore) -> str:
 
 
 async def run_backend(name: str, tokens: list[str], window: int, pg_url: str) -> None:
+    base_rss = rss_mb()
     async with bench_store(name, pg_url) as store:
         relay = create_relay(store)
         async with relay.running():
@@ -128,7 +130,11 @@ async def run_backend(name: str, tokens: list[str], window: int, pg_url: str) ->
             f"  {label + ':':15s} {e * 1e3:.2f} ms at {EARLY}, {lt * 1e3:.2f} ms at end "
             f"-> {lt / e:.2f}x (target <= 1.5)"
         )
-    print(f"  RSS: {early_rss:.0f} MB at {EARLY}, {late_rss:.0f} MB at end")
+    print(
+        f"  RSS: {base_rss:.0f} MB before the relay (workload loaded), {early_rss:.0f} MB "
+        f"at {EARLY}, {late_rss:.0f} MB at end -> relay {early_rss - base_rss:.0f} MB "
+        f"-> {late_rss - base_rss:.0f} MB ({(late_rss - base_rss) / (early_rss - base_rss):.2f}x)"
+    )
 
 
 def rate_between(stamps: list[tuple[int, float]], lo: int, hi: int) -> float:

@@ -42,16 +42,11 @@ from stores.sqlite_session import SqliteSession
 READERS = 2
 BUSY_TIMEOUT_MS = 30_000
 CACHE_KIB = 64 * 1024
-# Reads map the file instead of copying pages into each connection's cache:
-# the log pages and index probes of a large relay stay cheap once the OS
-# holds them (address space only; the OS decides what stays resident).
-MMAP_BYTES = 1 << 30
 PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA synchronous = NORMAL",
     f"PRAGMA cache_size = -{CACHE_KIB}",
     "PRAGMA temp_store = MEMORY",
-    f"PRAGMA mmap_size = {MMAP_BYTES}",
 )
 
 
