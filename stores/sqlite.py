@@ -36,7 +36,7 @@ from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
-from stores.sqlite_checkpoint import WRITER_PRAGMA, Checkpointer
+from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
 from stores.sqlite_session import SqliteSession
 
 READERS = 2
@@ -180,6 +180,8 @@ class SqliteStore(SqlStore):
             await self._writer.execute(WRITER_PRAGMA)
             await self._migrate(self._writer)
             self._checkpoints = await self._connect()
+            # copies WAL frames to the file: no use for a large page cache
+            await self._checkpoints.execute(CHECKPOINTER_CACHE_PRAGMA)
             self._checkpointer = Checkpointer(self._checkpoints)
             for _ in range(self._n_readers):
                 reader = await self._connect()

@@ -27,6 +27,7 @@ from stores.base import StoreError
 CHECKPOINT_EVERY_COMMITS = 8
 BACKSTOP_PAGES = 16_384  # 64 MiB of 4 KiB pages
 WRITER_PRAGMA = f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}"
+CHECKPOINTER_CACHE_PRAGMA = "PRAGMA cache_size = -2048"  # KiB
 
 log = logging.getLogger("dfos_relay")
 
