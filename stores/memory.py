@@ -201,8 +201,8 @@ class MemoryStore:
 
     def _drop_pending(self, cid: str) -> None:
         old = self._pending.pop(cid, None)
-        if old is not None:
-            self._waiters.get(old.waits_for, set()).discard(cid)
+        if old is not None and (waiters := self._waiters.get(old.waits_for)) is not None:
+            waiters.discard(cid)
 
     # changes feed ------------------------------------------------------------
     def _feed_entry(self, cid: str) -> FeedEntry:
