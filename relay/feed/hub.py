@@ -55,8 +55,10 @@ class FeedHub:
         self._waiters += 1
         self._ensure_poller()
         try:
+            # asyncio.timeout, not wait_for: no task per waiter and wake-up
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await self._event.wait()
         finally:
             self._waiters -= 1
         return self.version != version

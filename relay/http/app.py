@@ -14,7 +14,7 @@ from starlette.routing import Route, WebSocketRoute
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import changes, content, proof
+from . import changes, changes_ws, content, proof
 from .errors import EXCEPTION_HANDLERS
 from .ops import OPS_ROUTES
 
@@ -42,7 +42,7 @@ PROOF_ROUTES = [
 # The changes feed (additive): SSE, or a WebSocket upgrade of the same path.
 FEED_ROUTES = [
     Route("/changes", changes.changes_sse, methods=["GET"]),
-    WebSocketRoute("/changes", changes.changes_ws),
+    WebSocketRoute("/changes", changes_ws.changes_ws),
 ]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.

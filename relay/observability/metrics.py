@@ -102,7 +102,7 @@ class RelayMetrics:
         )
         self.feed_lag = Histogram(
             "dfos_relay_feed_lag_operations",
-            "Head seq minus the seq just delivered, per delivered event",
+            "Head seq minus the seq just delivered, per write to a subscriber",
             buckets=FEED_LAG_BUCKETS,
             registry=r,
         )
@@ -116,8 +116,10 @@ class RelayMetrics:
             registry=r,
         )  # fmt: skip
 
-    def feed_delivered(self, seq: int, head_seq: int) -> None:
-        self.feed_events.inc()
+    def feed_delivered(self, seq: int, head_seq: int, count: int = 1) -> None:
+        """``count`` events sent in one write, the last at ``seq``: the lag is
+        sampled once per write (per event would cost more than the send)."""
+        self.feed_events.inc(count)
         self.feed_lag.observe(max(0, head_seq - seq))
 
     def record_ingestion(self, results: Iterable[_Result]) -> None:

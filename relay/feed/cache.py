@@ -1,0 +1,102 @@
+"""Recent log entries shared by every subscription, each encoded once.
+
+Live subscribers mostly sit at the same position, the head, so one commit
+wakes them all to read the same new entries. This cache makes that one
+store read per commit (concurrent reads of a range share one store read)
+and one encoding per entry per transport, however many subscribers follow:
+an ``Event`` carries its JSON and each transport's framing, computed by
+the first subscriber that needs them.
+
+Invariants: entries are immutable once sequenced, so a cached entry never
+goes stale within an epoch; the cache is emptied when the epoch changes
+(the seq domain was reset). It is bounded in entries and bytes and keeps
+only entries near the head: a subscriber catching up from far behind reads
+the store directly and evicts nothing. Nothing here is per subscriber.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from relay.feed.messages import Event
+from stores.base import FeedStore
+
+MAX_ENTRIES = 2048  # about 20 commits of 100 ops: what live subscribers re-read
+MAX_BYTES = 16 * 1024 * 1024
+
+
+class EventCache:
+    def __init__(
+        self, store: FeedStore, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES
+    ) -> None:
+        self._store = store
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._epoch: str | None = None
+        self._events: dict[int, Event] = {}  # seq -> event, in insertion (~seq) order
+        self._bytes = 0
+        self._reads: dict[tuple[int, int], asyncio.Future[list[Event]]] = {}
+
+    async def read(self, epoch: str, after: int, upto: int, limit: int) -> list[Event]:
+        """Events with ``after < seq <= upto`` in seq order, at most ``limit``;
+        fewer (but at least one, if any exist) when only part is cached."""
+        if epoch != self._epoch:
+            self._clear(epoch)
+        end = min(upto, after + limit)
+        while True:
+            cached = self._cached(after, end)
+            if cached:
+                return cached
+            pending = next((f for (a, e), f in self._reads.items() if a <= after < e), None)
+            if pending is None:
+                break
+            await asyncio.shield(pending)  # another subscriber reads this range: share it
+            if epoch != self._epoch:  # reset meanwhile: start over
+                self._clear(epoch)
+        return await asyncio.shield(self._start_read(epoch, after, end, upto))
+
+    def _cached(self, after: int, end: int) -> list[Event]:
+        out: list[Event] = []
+        events = self._events
+        seq = after + 1
+        while seq <= end and (event := events.get(seq)) is not None:
+            out.append(event)
+            seq += 1
+        return out
+
+    def _start_read(
+        self, epoch: str, after: int, end: int, head: int
+    ) -> asyncio.Future[list[Event]]:
+        key = (after, end)
+        task = asyncio.get_running_loop().create_task(self._read_store(epoch, after, end, head))
+        self._reads[key] = task
+        task.add_done_callback(lambda done: self._read_done(key, done))
+        return task
+
+    def _read_done(self, key: tuple[int, int], task: asyncio.Task[list[Event]]) -> None:
+        self._reads.pop(key, None)
+        if not task.cancelled():
+            task.exception()  # retrieved: its readers get it (or were cancelled)
+
+    async def _read_store(self, epoch: str, after: int, end: int, head: int) -> list[Event]:
+        entries = await self._store.read_seq_range(after, end, end - after)
+        events = [Event(entry, epoch) for entry in entries]
+        if epoch == self._epoch:
+            for event in events:
+                if event.seq > head - self._max_entries:  # near the head: live readers follow
+                    self._keep(event)
+        return events
+
+    def _keep(self, event: Event) -> None:
+        if event.seq in self._events:
+            return
+        self._events[event.seq] = event
+        self._bytes += event.size()
+        while len(self._events) > self._max_entries or self._bytes > self._max_bytes:
+            oldest = next(iter(self._events))
+            self._bytes -= self._events.pop(oldest).size()
+
+    def _clear(self, epoch: str) -> None:
+        self._epoch = epoch
+        self._events.clear()
+        self._bytes = 0
