@@ -17,12 +17,21 @@ the store directly and evicts nothing. Nothing here is per subscriber.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 from relay.feed.messages import Event
 from stores.base import FeedStore
 
+MAX_RUNS = 8  # recent runs read and chunked: the last few commits' batches
 MAX_ENTRIES = 2048  # about 20 commits of 100 ops: what live subscribers re-read
 MAX_BYTES = 16 * 1024 * 1024
+
+
+class Chunk(NamedTuple):
+    data: bytes  # framed events, joined
+    last: Event
+    events: int  # how many
 
 
 class EventCache:
@@ -36,6 +45,8 @@ class EventCache:
         self._events: dict[int, Event] = {}  # seq -> event, in insertion (~seq) order
         self._bytes = 0
         self._reads: dict[tuple[int, int], asyncio.Future[list[Event]]] = {}
+        self._runs: dict[tuple[int, int], list[Event]] = {}  # recent reads, shared
+        self._chunked: dict[tuple[str, int, int], list[Chunk]] = {}
 
     async def read(self, epoch: str, after: int, upto: int, limit: int) -> list[Event]:
         """Events with ``after < seq <= upto`` in seq order, at most ``limit``;
@@ -55,13 +66,38 @@ class EventCache:
                 self._clear(epoch)
         return await asyncio.shield(self._start_read(epoch, after, end, upto))
 
+    def chunks(
+        self,
+        transport: str,
+        events: list[Event],
+        frame: Callable[[Event], bytes],
+        max_bytes: int,
+    ) -> list[Chunk]:
+        """The framed ``events`` joined into chunks of about ``max_bytes``.
+        A run of consecutive seqs (what every unfiltered subscriber at one
+        position sends) is chunked once and shared."""
+        first, last = events[0].seq, events[-1].seq
+        shared = last - first + 1 == len(events)
+        key = (transport, first, last)
+        if shared and (out := self._chunked.get(key)) is not None:
+            return out
+        out = _chunk(transport, events, frame, max_bytes)
+        if shared:
+            _remember(self._chunked, key, out, MAX_RUNS)
+        return out
+
     def _cached(self, after: int, end: int) -> list[Event]:
+        run = self._runs.get((after, end))
+        if run is not None:
+            return run  # subscribers at one position share the list (read only)
         out: list[Event] = []
         events = self._events
         seq = after + 1
         while seq <= end and (event := events.get(seq)) is not None:
             out.append(event)
             seq += 1
+        if out and out[-1].seq == end:
+            _remember(self._runs, (after, end), out, MAX_RUNS)
         return out
 
     def _start_read(
@@ -99,4 +135,34 @@ class EventCache:
     def _clear(self, epoch: str) -> None:
         self._epoch = epoch
         self._events.clear()
+        self._runs.clear()
+        self._chunked.clear()
         self._bytes = 0
+
+
+def _chunk(
+    transport: str, events: list[Event], frame: Callable[[Event], bytes], max_bytes: int
+) -> list[Chunk]:
+    out: list[Chunk] = []
+    parts: list[bytes] = []
+    size = 0
+    for event in events:
+        framed = event.framed(transport, frame)
+        parts.append(framed)
+        size += len(framed)
+        if size >= max_bytes:
+            out.append(Chunk(b"".join(parts), event, len(parts)))
+            parts, size = [], 0
+    if parts:
+        out.append(Chunk(b"".join(parts), events[-1], len(parts)))
+    return out
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(memo: dict[K, V], key: K, value: V, most: int) -> None:
+    memo[key] = value
+    if len(memo) > most:
+        del memo[next(iter(memo))]  # the oldest

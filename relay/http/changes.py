@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -44,7 +44,7 @@ from .context import relay_of
 
 log = logging.getLogger("dfos_relay.feed")
 
-MAX_SSE_CHUNK_BYTES = 256 * 1024  # op events joined per write: few writes, bounded buffers
+MAX_SSE_CHUNK = 256 * 1024  # op events joined per write: few writes, bounded buffers
 
 
 def bootstrap_url(request: Request | WebSocket) -> str:
@@ -115,31 +115,16 @@ async def _sse_chunks(request: Request, sub: Subscription) -> AsyncIterator[byte
                 if not isinstance(message, Events):
                     yield _sse_event(message).encode()
                     continue
-                for chunk, last, count in _chunks(message.events):
-                    yield chunk
-                    sub.passed(last.seq)
-                    metrics.feed_delivered(last.seq, sub.feed.hub.known_head, count)
+                chunks = sub.feed.cache.chunks("sse", message.events, _sse_op, MAX_SSE_CHUNK)
+                for chunk in chunks:
+                    yield chunk.data
+                    sub.passed(chunk.last.seq)
+                    metrics.feed_delivered(chunk.last.seq, sub.feed.hub.known_head, chunk.events)
         except Exception as exc:
             log.warning("changes feed failed: %s", exc)
             yield _sse_event(message=None).encode()
         finally:
             metrics.feed_subscribers.labels("sse").dec()
-
-
-def _chunks(events: list[Event]) -> Iterator[tuple[bytes, Event, int]]:
-    """(framed events joined, the last of them, how many), about
-    MAX_SSE_CHUNK_BYTES each."""
-    parts: list[bytes] = []
-    size = 0
-    for event in events:
-        framed = event.framed("sse", _sse_op)
-        parts.append(framed)
-        size += len(framed)
-        if size >= MAX_SSE_CHUNK_BYTES:
-            yield b"".join(parts), event, len(parts)
-            parts, size = [], 0
-    if parts:
-        yield b"".join(parts), events[-1], len(parts)
 
 
 def _sse_op(event: Event) -> bytes:
