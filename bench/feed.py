@@ -141,6 +141,16 @@ async def head_seq(url: str) -> int:
     return int(doc["changesFeed"]["headSeq"])
 
 
+async def feed_writes(url: str) -> str:
+    """How the relay sent the events: writes per subscriber, events per write."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        text = (await http.get(f"{url}/metrics")).text
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line[:1] != "#")
+    writes = float(values["dfos_relay_feed_lag_operations_count"])
+    events = float(values["dfos_relay_feed_events_total"])
+    return f"{writes:,.0f} writes of {events / max(writes, 1):.0f} events on average"
+
+
 async def ingest_alone(tokens: list[str], batch: int) -> tuple[float, str]:
     """(ingest rate, the relay's CPU time while posting)."""
     async with RelayProcess(1000) as relay:
@@ -174,6 +184,7 @@ async def with_subscribers(
             seqs = await seqs_by_cid(relay.url, since)
             parent.send(("until", since + len(seqs), 180.0))
             reads: list[Reads] = await _expect(parent, "done", 240)
+            writes = await feed_writes(relay.url)
         finally:
             await asyncio.to_thread(readers.join, 30)
             if readers.is_alive():
@@ -183,7 +194,7 @@ async def with_subscribers(
         t - commit_at[seq] for sub in reads for t, lo, hi in sub for seq in range(lo, hi + 1)
     ]
     complete = sum(1 for sub in reads if sub and sub[-1][2] == since + len(seqs))
-    check = f"{complete}/{n} subscribers got all {len(seqs)} ops, in order, once; {spent}"
+    check = f"{complete}/{n} subscribers got all {len(seqs)} ops, in order, once; {writes}; {spent}"
     return rate, latencies, per_sub, check
 
 

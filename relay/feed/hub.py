@@ -6,6 +6,14 @@ notify at once (the ingestor's listener); commits by other processes that
 share the store (hypercorn workers, other hosts) are pushed by the store
 where it can (Postgres LISTEN/NOTIFY), and otherwise seen by a cheap
 head-seq poll that runs only while someone is subscribed (SQLite).
+
+Wake-ups are coalesced: the first commit after a quiet spell wakes the
+subscribers at once, later ones at most every ``wake_interval_s``. Under a
+stream of commits each subscriber then sends several commits per write,
+so what following costs the relay is bounded by subscribers x wake rate,
+not subscribers x commit rate; a commit waits at most one interval.
+``known_head`` moves at once, so a subscriber that is busy sending sees it
+when it looks next.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ log = logging.getLogger("dfos_relay.feed")
 
 DEFAULT_POLL_INTERVAL_S = 0.25
 PUSHED_POLL_INTERVAL_S = 2.0  # with pushed commits the poll is only a safety net
+DEFAULT_WAKE_INTERVAL_S = 0.05
 
 
 class FeedHub:
@@ -28,9 +37,13 @@ class FeedHub:
         self,
         head_seq: Callable[[], Awaitable[int]],
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        wake_interval_s: float = DEFAULT_WAKE_INTERVAL_S,
     ) -> None:
         self._head_seq = head_seq
         self._poll_interval_s = poll_interval_s
+        self._wake_interval_s = wake_interval_s
+        self._last_wake = float("-inf")
+        self._pending: asyncio.TimerHandle | None = None
         self._event = asyncio.Event()
         self.version = 0
         self.known_head = 0
@@ -39,11 +52,33 @@ class FeedHub:
         self._unwatch: Callable[[], Awaitable[None]] | None = None
 
     def notify(self, head_seq: int | None = None) -> None:
-        """Something was committed (up to ``head_seq`` when known)."""
-        if head_seq is not None:
-            if head_seq <= self.known_head:
-                return
-            self.known_head = head_seq
+        """Something was committed (up to ``head_seq`` when known); without
+        a head (the relay stops, or a reset), wake everyone at once."""
+        if head_seq is None:
+            self._wake()
+            return
+        if head_seq <= self.known_head:
+            return
+        self.known_head = head_seq
+        if self._pending is not None:
+            return  # a wake-up is due; it covers this commit too
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._wake()
+            return
+        delay = self._last_wake + self._wake_interval_s - loop.time()
+        if delay <= 0:
+            self._wake()
+        else:
+            self._pending = loop.call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        with contextlib.suppress(RuntimeError):
+            self._last_wake = asyncio.get_running_loop().time()
         self.version += 1
         event, self._event = self._event, asyncio.Event()
         event.set()
