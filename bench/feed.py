@@ -116,6 +116,7 @@ async def post_all(url: str, tokens: list[str], batch: int) -> tuple[float, dict
             answer = await http.post(f"{url}/operations", json=ops)
             answer.raise_for_status()
             now = time.monotonic()
+
             for result in answer.json()["results"]:
                 committed[result["cid"]] = now
         return len(tokens) / (time.monotonic() - start), committed

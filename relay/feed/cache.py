@@ -54,15 +54,17 @@ class EventCache:
         if epoch != self._epoch:
             self._clear(epoch)
         end = min(upto, after + limit)
-        while True:
-            cached = self._cached(after, end)
-            if cached:
-                return cached
-            pending = next((f for (a, e), f in self._reads.items() if a <= after < e), None)
-            if pending is None:
-                break
-            await asyncio.shield(pending)  # another subscriber reads this range: share it
-            if epoch != self._epoch:  # reset meanwhile: start over
+        cached = self._cached(after, end)
+        if cached:
+            return cached
+        pending = next(
+            (f for (a, e), f in self._reads.items() if a <= after < e and not f.done()), None
+        )
+        if pending is not None:  # another subscriber reads this range: share it
+            shared = [e for e in await asyncio.shield(pending) if after < e.seq <= end]
+            if epoch == self._epoch and shared:
+                return shared
+            if epoch != self._epoch:  # reset meanwhile
                 self._clear(epoch)
         return await asyncio.shield(self._start_read(epoch, after, end, upto))
 

@@ -5,15 +5,17 @@ queued per subscriber, so a slow one only lags. Commits in this process
 notify at once (the ingestor's listener); commits by other processes that
 share the store (hypercorn workers, other hosts) are pushed by the store
 where it can (Postgres LISTEN/NOTIFY), and otherwise seen by a cheap
-head-seq poll that runs only while someone is subscribed (SQLite).
+head-seq poll that runs only while someone is subscribed (SQLite). The
+same task ticks the heartbeat: every ``heartbeat_s`` it wakes the waiters
+without a new version, and they send a keep-alive. No timer per waiter.
 
-Wake-ups are coalesced: the first commit after a quiet spell wakes the
-subscribers at once, later ones at most every ``wake_interval_s``. Under a
-stream of commits each subscriber then sends several commits per write,
-so what following costs the relay is bounded by subscribers x wake rate,
-not subscribers x commit rate; a commit waits at most one interval.
-``known_head`` moves at once, so a subscriber that is busy sending sees it
-when it looks next.
+Wake-ups are coalesced so that following costs the relay a bounded share
+of its loop, whatever the commit rate: the hub times each fan-out (from a
+wake-up until nine in ten of the woken subscribers wait again) and wakes
+again no sooner than ``FANOUT_SPACING`` times that later (the fan-out then
+takes at most about a fifth of the loop while commits stream in). A quiet
+relay, or a cheap fan-out, wakes subscribers at once; ``known_head`` moves
+at every commit, so a subscriber busy sending sees it when it looks next.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ log = logging.getLogger("dfos_relay.feed")
 
 DEFAULT_POLL_INTERVAL_S = 0.25
 PUSHED_POLL_INTERVAL_S = 2.0  # with pushed commits the poll is only a safety net
-DEFAULT_WAKE_INTERVAL_S = 0.05
+DEFAULT_HEARTBEAT_S = 15.0
+FANOUT_SPACING = 4.0  # the next wake-up waits 4x the last fan-out: fan-outs <= ~1/5 of the loop
+FANOUT_DONE = 0.9  # a fan-out is over when this share of the woken subscribers wait again
+MAX_WAKE_INTERVAL_S = 1.0
 
 
 class FeedHub:
@@ -37,13 +42,16 @@ class FeedHub:
         self,
         head_seq: Callable[[], Awaitable[int]],
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
-        wake_interval_s: float = DEFAULT_WAKE_INTERVAL_S,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     ) -> None:
         self._head_seq = head_seq
         self._poll_interval_s = poll_interval_s
-        self._wake_interval_s = wake_interval_s
+        self._heartbeat_s = heartbeat_s
         self._last_wake = float("-inf")
         self._pending: asyncio.TimerHandle | None = None
+        self._fanout_s = 0.0  # how long the last complete fan-out took
+        self._fanout_start = 0.0
+        self._fanout_left = 0  # woken subscribers still to wait again
         self._event = asyncio.Event()
         self.version = 0
         self.known_head = 0
@@ -67,7 +75,8 @@ class FeedHub:
         except RuntimeError:
             self._wake()
             return
-        delay = self._last_wake + self._wake_interval_s - loop.time()
+        spacing = min(FANOUT_SPACING * self._fanout_s, MAX_WAKE_INTERVAL_S)
+        delay = self._last_wake + spacing - loop.time()
         if delay <= 0:
             self._wake()
         else:
@@ -78,22 +87,28 @@ class FeedHub:
             self._pending.cancel()
             self._pending = None
         with contextlib.suppress(RuntimeError):
-            self._last_wake = asyncio.get_running_loop().time()
+            self._last_wake = self._fanout_start = asyncio.get_running_loop().time()
+            self._fanout_left = int(FANOUT_DONE * self._waiters)
         self.version += 1
+        self._release()
+
+    def _release(self) -> None:
         event, self._event = self._event, asyncio.Event()
         event.set()
 
-    async def wait(self, version: int, timeout_s: float) -> bool:
-        """Until the version moves past ``version`` (True) or the timeout (False)."""
+    async def wait(self, version: int) -> bool:
+        """Until the version moves past ``version`` (True), or the heartbeat
+        tick (False: nothing new, send a keep-alive)."""
         if self.version != version:
             return True
+        if self._fanout_left > 0:
+            self._fanout_left -= 1
+            if self._fanout_left == 0:
+                self._fanout_s = asyncio.get_running_loop().time() - self._fanout_start
         self._waiters += 1
         self._ensure_poller()
         try:
-            # asyncio.timeout, not wait_for: no task per waiter and wake-up
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout_s):
-                    await self._event.wait()
+            await self._event.wait()
         finally:
             self._waiters -= 1
         return self.version != version
@@ -103,13 +118,18 @@ class FeedHub:
             self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        beat = loop.time() + self._heartbeat_s
         try:
             while self._waiters > 0:
                 try:
                     self.notify(await self._head_seq())
                 except Exception as exc:  # the store is down: subscribers just wait
                     log.warning("feed head poll failed: %s", exc)
-                await asyncio.sleep(self._poll_interval_s)
+                if loop.time() >= beat:
+                    beat = loop.time() + self._heartbeat_s
+                    self._release()
+                await asyncio.sleep(min(self._poll_interval_s, self._heartbeat_s))
         finally:
             self._poller = None
 

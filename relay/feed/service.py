@@ -27,7 +27,6 @@ class FeedConfig:
     heartbeat_s: float = 15.0
     send_timeout_s: float = 30.0  # a consumer unwritable this long is closed
     poll_interval_s: float = 0.25  # head-seq check for commits by other processes
-    wake_interval_s: float = 0.05  # under a stream of commits, wake subscribers at most this often
     retry_after_s: int = 5
 
 
@@ -36,7 +35,7 @@ class Feed:
         self.store = store
         self.config = config
         self._stream_id = stream_id
-        self.hub = FeedHub(store.log_length, config.poll_interval_s, config.wake_interval_s)
+        self.hub = FeedHub(store.log_length, config.poll_interval_s, config.heartbeat_s)
         self.cache = EventCache(store)
         self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
 
@@ -172,5 +171,5 @@ class Subscription:
                 eose_sent = True
             if done or not flt.live:
                 return
-            if not await hub.wait(version, self.feed.config.heartbeat_s):
+            if not await hub.wait(version):
                 yield Heartbeat()
