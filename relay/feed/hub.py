@@ -10,10 +10,12 @@ same task ticks the heartbeat: every ``heartbeat_s`` it wakes the waiters
 without a new version, and they send a keep-alive. No timer per waiter.
 
 Wake-ups are coalesced so that following costs the relay a bounded share
-of its loop, whatever the commit rate: the hub times each fan-out (from a
-wake-up until nine in ten of the woken subscribers wait again) and wakes
-again no sooner than ``FANOUT_SPACING`` times that later (the fan-out then
-takes at most about a fifth of the loop while commits stream in). A quiet
+of its loop, whatever the commit rate: the hub measures each fan-out (the
+CPU time of this thread from a wake-up until nine in ten of the woken
+subscribers wait again; CPU, not wall time, so that a busy machine does
+not inflate it) and wakes again no sooner than ``FANOUT_SPACING`` times
+that later: fan-outs take at most about a fifth of the loop while commits
+stream in. A quiet
 relay, or a cheap fan-out, wakes subscribers at once; ``known_head`` moves
 at every commit, so a subscriber busy sending sees it when it looks next.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from stores.base import FeedStore
@@ -49,7 +52,7 @@ class FeedHub:
         self._heartbeat_s = heartbeat_s
         self._last_wake = float("-inf")
         self._pending: asyncio.TimerHandle | None = None
-        self._fanout_s = 0.0  # how long the last complete fan-out took
+        self._fanout_s = 0.0  # the CPU time the last complete fan-out took
         self._fanout_start = 0.0
         self._fanout_left = 0  # woken subscribers still to wait again
         self._event = asyncio.Event()
@@ -87,7 +90,8 @@ class FeedHub:
             self._pending.cancel()
             self._pending = None
         with contextlib.suppress(RuntimeError):
-            self._last_wake = self._fanout_start = asyncio.get_running_loop().time()
+            self._last_wake = asyncio.get_running_loop().time()
+            self._fanout_start = time.thread_time()
             self._fanout_left = int(FANOUT_DONE * self._waiters)
         self.version += 1
         self._release()
@@ -104,7 +108,7 @@ class FeedHub:
         if self._fanout_left > 0:
             self._fanout_left -= 1
             if self._fanout_left == 0:
-                self._fanout_s = asyncio.get_running_loop().time() - self._fanout_start
+                self._fanout_s = time.thread_time() - self._fanout_start
         self._waiters += 1
         self._ensure_poller()
         try:
