@@ -58,14 +58,20 @@ class EventCache:
         if cached:
             return cached
         pending = next(
-            (f for (a, e), f in self._reads.items() if a <= after < e and not f.done()), None
+            (kf for kf in self._reads.items() if kf[0][0] <= after < kf[0][1] and not kf[1].done()),
+            None,
         )
         if pending is not None:  # another subscriber reads this range: share it
-            shared = [e for e in await asyncio.shield(pending) if after < e.seq <= end]
-            if epoch == self._epoch and shared:
-                return shared
+            (first, last), read = pending
+            result = await asyncio.shield(read)
             if epoch != self._epoch:  # reset meanwhile
                 self._clear(epoch)
+            elif cached := self._cached(after, end):
+                return cached
+            elif (first, last) == (after, end):
+                return result
+            elif shared := [e for e in result if after < e.seq <= end]:
+                return shared
         return await asyncio.shield(self._start_read(epoch, after, end, upto))
 
     def chunks(

@@ -41,17 +41,14 @@ class Event:
     JSON body (encoded once) and each transport's framing (computed once,
     by the first subscriber that sends it; see ``relay.feed.cache``)."""
 
-    __slots__ = ("_framed", "entry", "json", "token")
+    __slots__ = ("_framed", "entry", "json", "seq", "token")
 
     def __init__(self, entry: FeedEntry, epoch: str) -> None:
         self.entry = entry
+        self.seq = entry.seq
         self.token = ProgressToken(epoch, entry.seq, entry.cid)
         self.json = json.dumps(self.to_json())
         self._framed: dict[str, bytes] = {}
-
-    @property
-    def seq(self) -> int:
-        return self.entry.seq
 
     def to_json(self) -> dict[str, Any]:
         e = self.entry

@@ -6,10 +6,10 @@ token, so ``Last-Event-ID`` resumes exactly), ``eose``, ``error``; a comment
 line as heartbeat. Admission failures answer before the stream starts, as a
 JSON error with its status (400, 410, 503 + ``Retry-After``).
 
-Op events are framed once per event for all subscribers (the feed's shared
-cache) and sent several per write. A consumer whose sends wait past the
-send timeout is cut (sse-starlette's ``send_timeout``) and counted as too
-slow; it resumes from its ``Last-Event-ID``.
+Events are framed by sse-starlette's ``ServerSentEvent``; op events once
+per event for all subscribers (the feed's shared cache), sent several per
+write by ``SseStream``. A consumer whose send waits past the send timeout
+is cut and counted as too slow; it resumes from its ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-from sse_starlette.sse import SendTimeoutError
+from sse_starlette import ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.websockets import WebSocket
@@ -41,6 +39,7 @@ from relay.feed import (
 )
 
 from .context import relay_of
+from .sse_stream import SseStream
 
 log = logging.getLogger("dfos_relay.feed")
 
@@ -68,29 +67,6 @@ def count_error(request: Request | WebSocket, exc: FeedError) -> None:
 # -- SSE -------------------------------------------------------------------------
 
 
-class _FeedEventSource(EventSourceResponse):
-    """sse-starlette's response, counting the streams its send timeout cuts
-    (it closes our generator first, so the generator cannot tell a cut from
-    a client that left)."""
-
-    def __init__(self, content: AsyncIterator[bytes], sub: Subscription, request: Request) -> None:
-        super().__init__(
-            content,
-            send_timeout=sub.feed.config.send_timeout_s,
-            ping=0,  # the feed sends its own heartbeat when idle
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
-        self._sub = sub
-        self._metrics = relay_of(request).metrics
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        except SendTimeoutError:
-            self._metrics.feed_slow_closed.inc()
-            log.info("closed a slow SSE consumer at %s", self._sub.token.compact())
-
-
 async def changes_sse(request: Request) -> Response:
     relay = relay_of(request)
     try:
@@ -101,7 +77,13 @@ async def changes_sse(request: Request) -> Response:
     except FeedError as exc:
         count_error(request, exc)
         return _error_response(exc)
-    return _FeedEventSource(_sse_chunks(request, subscription), subscription, request)
+    metrics = relay.metrics
+
+    def on_slow() -> None:
+        metrics.feed_slow_closed.inc()
+        log.info("closed a slow SSE consumer at %s", subscription.token.compact())
+
+    return SseStream(_sse_chunks(request, subscription), relay.feed.config.send_timeout_s, on_slow)
 
 
 async def _sse_chunks(request: Request, sub: Subscription) -> AsyncIterator[bytes]:
