@@ -89,6 +89,9 @@ class RelayProcess:
     def cpu_s(self) -> tuple[float, float]:
         return cpu_s(self._proc.pid)
 
+    def waited_s(self) -> float:
+        return run_queue_wait_s(self._proc.pid)
+
     def rss_kib(self) -> int:
         status = Path(f"/proc/{self._proc.pid}/status").read_text()
         return next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
@@ -99,6 +102,11 @@ def cpu_s(pid: int | None) -> tuple[float, float]:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def run_queue_wait_s(pid: int | None) -> float:
+    """Seconds this process was runnable but waiting for a CPU (other load)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
 
 
 def cpu_delta(before: tuple[float, float], after: tuple[float, float]) -> str:
@@ -155,9 +163,10 @@ async def feed_writes(url: str) -> str:
 async def ingest_alone(tokens: list[str], batch: int) -> tuple[float, str]:
     """(ingest rate, the relay's CPU time while posting)."""
     async with RelayProcess(1000) as relay:
-        before = relay.cpu_s()
+        before, waited = relay.cpu_s(), relay.waited_s()
         rate, _ = await post_all(relay.url, tokens, batch)
-        return rate, cpu_delta(before, relay.cpu_s())
+        waited = relay.waited_s() - waited
+        return rate, f"{cpu_delta(before, relay.cpu_s())}, waited for a CPU {waited:.1f} s"
 
 
 async def with_subscribers(
@@ -176,10 +185,11 @@ async def with_subscribers(
         try:
             await _expect(parent, "ready", 180)
             per_sub = max(0, relay.rss_kib() - before) / n
-            cpu = relay.cpu_s(), cpu_s(readers.pid)
+            cpu, waited = (relay.cpu_s(), cpu_s(readers.pid)), relay.waited_s()
             rate, committed = await post_all(relay.url, tokens, batch)
             spent = (
-                f"relay CPU while posting {cpu_delta(cpu[0], relay.cpu_s())}; "
+                f"relay CPU while posting {cpu_delta(cpu[0], relay.cpu_s())}, "
+                f"waited for a CPU {relay.waited_s() - waited:.1f} s; "
                 f"readers {cpu_delta(cpu[1], cpu_s(readers.pid))}"
             )
             seqs = await seqs_by_cid(relay.url, since)

@@ -23,6 +23,7 @@ from typing import NamedTuple, TypeVar
 from relay.feed.messages import Event
 from stores.base import FeedStore
 
+PREFETCH_PAGE = 500
 MAX_RUNS = 8  # recent runs read and chunked: the last few commits' batches
 MAX_ENTRIES = 2048  # about 20 commits of 100 ops: what live subscribers re-read
 MAX_BYTES = 16 * 1024 * 1024
@@ -44,6 +45,7 @@ class EventCache:
         self._epoch: str | None = None
         self._events: dict[int, Event] = {}  # seq -> event, in insertion (~seq) order
         self._bytes = 0
+        self._high = 0  # the highest seq kept
         self._reads: dict[tuple[int, int], asyncio.Future[list[Event]]] = {}
         self._runs: dict[tuple[int, int], list[Event]] = {}  # recent reads, shared
         self._chunked: dict[tuple[str, int, int], list[Chunk]] = {}
@@ -73,6 +75,18 @@ class EventCache:
             elif shared := [e for e in result if after < e.seq <= end]:
                 return shared
         return await asyncio.shield(self._start_read(epoch, after, end, upto))
+
+    async def prefetch(self, head: int) -> None:
+        """Read the entries up to ``head`` into the cache (before a wake-up),
+        so the subscribers it wakes find them there."""
+        if self._epoch is None:
+            return  # no subscriber has read yet
+        after = max(self._high, head - self._max_entries)
+        while after < head:
+            events = await self.read(self._epoch, after, head, PREFETCH_PAGE)
+            if not events:
+                return
+            after = events[-1].seq
 
     def chunks(
         self,
@@ -135,6 +149,7 @@ class EventCache:
         if event.seq in self._events:
             return
         self._events[event.seq] = event
+        self._high = max(self._high, event.seq)
         self._bytes += event.size()
         while len(self._events) > self._max_entries or self._bytes > self._max_bytes:
             oldest = next(iter(self._events))
@@ -143,6 +158,7 @@ class EventCache:
     def _clear(self, epoch: str) -> None:
         self._epoch = epoch
         self._events.clear()
+        self._high = 0
         self._runs.clear()
         self._chunked.clear()
         self._bytes = 0

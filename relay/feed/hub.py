@@ -9,15 +9,16 @@ head-seq poll that runs only while someone is subscribed (SQLite). The
 same task ticks the heartbeat: every ``heartbeat_s`` it wakes the waiters
 without a new version, and they send a keep-alive. No timer per waiter.
 
-Wake-ups are coalesced so that following costs the relay a bounded share
-of its loop, whatever the commit rate: the hub measures each fan-out (the
-CPU time of this thread from a wake-up until nine in ten of the woken
-subscribers wait again; CPU, not wall time, so that a busy machine does
-not inflate it) and wakes again no sooner than ``FANOUT_SPACING`` times
-that later: fan-outs take at most about a fifth of the loop while commits
-stream in. A quiet
-relay, or a cheap fan-out, wakes subscribers at once; ``known_head`` moves
-at every commit, so a subscriber busy sending sees it when it looks next.
+Wake-ups are coalesced so that, while commits stream in, fan-outs take a
+bounded share of the loop. The hub measures each fan-out F (the CPU time
+of this thread from a wake-up until nine in ten of the woken subscribers
+wait again; CPU, so that a busy machine does not inflate it) and wakes
+again no sooner than ``FANOUT_SPACING`` x F later (at most
+``MAX_WAKE_INTERVAL_S``): fan-outs then take at most about a fifth of the
+time. A cheap fan-out, or a quiet relay, wakes at once; ``known_head``
+moves at every commit, so a subscriber busy sending sees it when it looks
+next. Before waking, the hub lets the feed read the new entries once for
+all (``before_wake``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ log = logging.getLogger("dfos_relay.feed")
 DEFAULT_POLL_INTERVAL_S = 0.25
 PUSHED_POLL_INTERVAL_S = 2.0  # with pushed commits the poll is only a safety net
 DEFAULT_HEARTBEAT_S = 15.0
-FANOUT_SPACING = 4.0  # the next wake-up waits 4x the last fan-out: fan-outs <= ~1/5 of the loop
+FANOUT_SPACING = 4.0  # the next wake-up waits 4x the last fan-out: fan-outs <= ~1/5 of the time
 FANOUT_DONE = 0.9  # a fan-out is over when this share of the woken subscribers wait again
 MAX_WAKE_INTERVAL_S = 1.0
 
@@ -61,23 +62,27 @@ class FeedHub:
         self._waiters = 0
         self._poller: asyncio.Task[None] | None = None
         self._unwatch: Callable[[], Awaitable[None]] | None = None
+        # run before each wake-up: the feed reads the new entries once, for all
+        self.before_wake: Callable[[int], Awaitable[None]] | None = None
+        self._waking: asyncio.Task[None] | None = None
 
     def notify(self, head_seq: int | None = None) -> None:
         """Something was committed (up to ``head_seq`` when known); without
         a head (the relay stops, or a reset), wake everyone at once."""
         if head_seq is None:
-            self._wake()
+            self.version += 1
+            self._release()
             return
         if head_seq <= self.known_head:
             return
         self.known_head = head_seq
-        if self._pending is not None:
-            return  # a wake-up is due; it covers this commit too
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self._wake()
             return
+        if self._pending is not None:
+            return  # a wake-up is due; it covers this commit too
         spacing = min(FANOUT_SPACING * self._fanout_s, MAX_WAKE_INTERVAL_S)
         delay = self._last_wake + spacing - loop.time()
         if delay <= 0:
@@ -89,11 +94,32 @@ class FeedHub:
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None
+        self.version += 1
+        if self._waking is not None:
+            return  # the wake-up being prepared covers this version too
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self.before_wake is None:
+            self._fan_out()
+        else:
+            self._waking = loop.create_task(self._prepare_and_fan_out(self.before_wake))
+
+    async def _prepare_and_fan_out(self, before_wake: Callable[[int], Awaitable[None]]) -> None:
+        try:
+            await before_wake(self.known_head)
+        except Exception as exc:  # subscribers then read for themselves
+            log.warning("feed prefetch failed: %s", exc)
+        finally:
+            self._waking = None
+            self._fan_out()
+
+    def _fan_out(self) -> None:
         with contextlib.suppress(RuntimeError):
             self._last_wake = asyncio.get_running_loop().time()
             self._fanout_start = time.thread_time()
             self._fanout_left = int(FANOUT_DONE * self._waiters)
-        self.version += 1
         self._release()
 
     def _release(self) -> None:
@@ -152,6 +178,10 @@ class FeedHub:
         unwatch, self._unwatch = self._unwatch, None
         if unwatch is not None:
             await unwatch()
+        if self._waking is not None:
+            self._waking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._waking
         self.notify()
         if self._poller is not None:
             self._poller.cancel()

@@ -37,7 +37,11 @@ class Feed:
         self._stream_id = stream_id
         self.hub = FeedHub(store.log_length, config.poll_interval_s, config.heartbeat_s)
         self.cache = EventCache(store)
+        self.hub.before_wake = self._prefetch
         self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
+
+    async def _prefetch(self, head: int) -> None:
+        await self.cache.prefetch(head)  # read once for every subscriber the hub wakes
 
     async def describe(self) -> dict[str, Any]:
         """The well-known ``changesFeed`` document."""
