@@ -178,6 +178,9 @@ class FeedHub:
         unwatch, self._unwatch = self._unwatch, None
         if unwatch is not None:
             await unwatch()
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         if self._waking is not None:
             self._waking.cancel()
             with contextlib.suppress(asyncio.CancelledError):

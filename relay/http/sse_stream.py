@@ -76,8 +76,9 @@ class SseStream(StreamingResponse):
 
 
 async def _until_disconnect(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    with contextlib.suppress(Exception):  # a receive that fails: the client is gone too
+        while (await receive())["type"] != "http.disconnect":
+            pass
 
 
 async def _close(chunks: AsyncIterator[bytes]) -> None:
