@@ -14,7 +14,7 @@ from starlette.routing import Route, WebSocketRoute
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import changes, content, proof
+from . import changes, content, proof, sync
 from .errors import EXCEPTION_HANDLERS
 from .ops import OPS_ROUTES
 
@@ -43,6 +43,12 @@ PROOF_ROUTES = [
 FEED_ROUTES = [
     Route("/changes", changes.changes_sse, methods=["GET"]),
     WebSocketRoute("/changes", changes.changes_ws),
+]
+
+# Reconciliation (additive): Negentropy V1 rounds, ops by CID for transfer.
+SYNC_ROUTES = [
+    Route("/sync/negentropy", sync.post_negentropy, methods=["POST"]),
+    Route("/sync/operations", sync.post_sync_operations, methods=["POST"]),
 ]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
@@ -75,7 +81,7 @@ def build_app(relay: Relay) -> Starlette:
             await relay.stop()
 
     app = Starlette(
-        routes=[*PROOF_ROUTES, *FEED_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
+        routes=[*PROOF_ROUTES, *FEED_ROUTES, *SYNC_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
         middleware=middleware_for(relay),

@@ -121,12 +121,13 @@ def build_peering(
 ) -> Peering:
     """Compose peering for ``peers`` (``PeerConfig``s, URLs or spec dicts).
 
-    With no ``peer_client`` an ``HttpPeerClient`` is built (and owned).
+    With no ``peer_client`` an ``HttpSyncClient`` (the ``HttpPeerClient``
+    that also reconciles) is built (and owned).
     """
     parsed = parse_peer_configs(peers)
     owns = peer_client is None
     if peer_client is None:
-        from peer.http import HttpPeerClient
+        from peer.sync_http import HttpSyncClient
 
-        peer_client = HttpPeerClient()
+        peer_client = HttpSyncClient()
     return Peering(parsed, peer_client, config or PeeringConfig(), owns_client=owns)  # type: ignore[arg-type]
