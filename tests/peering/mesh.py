@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 
 from peer import AsgiMeshTransport, PeerConfig
-from peer.sync_http import HttpSyncClient
 from peer.base import LOCAL_ONLY_HEADER
+from peer.sync_http import HttpSyncClient
 from relay import Relay, create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.service import Peering, build_peering
