@@ -12,6 +12,7 @@ A peer without ``/sync/negentropy`` raises ``PeerCannotReconcile``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import httpx
 
 from peer.base import PeerBadStatus, PeerError, PeerMalformedPage, PeerTimeout, PeerUnreachable
+from peer.feed import FeedClientError, FollowOptions, follow
 from peer.http import HttpPeerClient, _error_text
 
 NEGENTROPY_PATH = "/sync/negentropy"
@@ -84,6 +86,24 @@ class HttpSyncClient(HttpPeerClient):
         if len(ops) > len(cids):
             raise PeerMalformedPage(peer_url, "more operations than were asked for")
         return FetchedOperations(ops, missing)
+
+    async def log_head_cid(self, peer_url: str) -> str | None:
+        """The CID of the last entry of the peer's global log (a ``/log``
+        cursor that skips everything before it), read from its changes
+        feed; None if it has no feed or an empty log."""
+        status, known = await self._request("GET", peer_url, "/.well-known/dfos-relay")
+        feed = known.get("changesFeed") if status == 200 and isinstance(known, dict) else None
+        if not isinstance(feed, dict) or not isinstance(feed.get("headSeq"), int):
+            return None
+        head, epoch = feed["headSeq"], str(feed.get("epoch", ""))
+        if head < 1:
+            return None
+        options = FollowOptions(live=False, limit=1, max_retries=0)
+        with contextlib.suppress(FeedClientError, httpx.HTTPError):
+            async for event in follow(peer_url, since=f"{epoch}.{head - 1}", options=options):
+                if event.kind == "op" and isinstance(event.data.get("cid"), str):
+                    return str(event.data["cid"])
+        return None
 
     async def _fetch_one_by_one(self, peer_url: str, cids: Sequence[str]) -> FetchedOperations:
         gate = asyncio.Semaphore(FALLBACK_CONCURRENCY)

@@ -24,6 +24,7 @@ from .gossip import Gossip
 from .host import PeeringHost
 from .live import LiveFollow
 from .read_through import ReadThrough
+from .repair import ReconcileRepair, ReconcilingHost
 from .sync import SyncIn
 
 log = logging.getLogger("dfos_relay.peering")
@@ -50,7 +51,9 @@ class Peering:
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
         self.sync = SyncIn([p.url for p in peers if p.sync], client, self.backoff, config)
-        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config)
+        self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
+        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
+        self.sync.repair = self.repair
         self._sync_loop: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
@@ -60,6 +63,8 @@ class Peering:
         self.sync.start(relay)
         self.gossip.start()
         self.live.start(relay)
+        if isinstance(relay, ReconcilingHost):
+            self.repair.start(relay)
         await self._announce_self(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
@@ -70,6 +75,7 @@ class Peering:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sync_loop
             self._sync_loop = None
+        await self.repair.stop()
         await self.live.stop()
         await self.gossip.stop()
         await self.reads.stop()
