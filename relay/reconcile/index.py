@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from relay.protocol.negentropy import id_from_cid
+from relay.protocol.negentropy import id_from_logged_cid
 from relay.rules.outcomes import SequencedOp
 
 from .tree import FingerprintTree
@@ -69,7 +69,7 @@ class FingerprintIndex:
             items: list[tuple[int, bytes]] = []
             seq = 0
             while page := await self._store.read_sync_items(seq, READ_PAGE):
-                items.extend((created, id_from_cid(cid)) for _, created, cid in page)
+                items.extend((created, id_from_logged_cid(cid)) for _, created, cid in page)
                 seq = page[-1][0]
             self.tree = FingerprintTree(items)
             self.seq = seq
@@ -86,7 +86,7 @@ class FingerprintIndex:
         async with self._lock:
             while page := await self._store.read_sync_items(self.seq, READ_PAGE):
                 for _, created, cid in page:
-                    self.tree.insert((created, id_from_cid(cid)))
+                    self.tree.insert((created, id_from_logged_cid(cid)))
                 self.seq = page[-1][0]
                 read += len(page)
         return read
@@ -97,6 +97,6 @@ class FingerprintIndex:
         if self._build is None or not self._build.done() or self._lock.locked():
             return  # the build or a catch-up will read these from the store
         for op in ops:
-            self.tree.insert((op.created_at_ms, id_from_cid(op.cid)))
+            self.tree.insert((op.created_at_ms, id_from_logged_cid(op.cid)))
             if op.seq == self.seq + 1:
                 self.seq = op.seq

@@ -82,23 +82,27 @@ class FingerprintTree:
         path: list[tuple[_Node, int]] = []
         node = self._root
         while isinstance(node, _Node):
-            at = max(bisect_right(node.mins, item) - 1, 0)
+            at = bisect_right(node.mins, item) - 1
+            if at < 0:
+                at = 0
             path.append((node, at))
             node = node.children[at]
-        pos = bisect_left(node.keys, item)
-        if pos < len(node.keys) and node.keys[pos] == item:
+        keys = node.keys
+        pos = bisect_left(keys, item)
+        if pos < len(keys) and keys[pos] == item:
             return False
-        value = _value(item[1])
-        node.keys.insert(pos, item)
+        value = int.from_bytes(item[1], "little")
+        keys.insert(pos, item)
         node.vals.insert(pos, value)
         node.count += 1
         node.sum += value
         for parent, at in path:
             parent.count += 1
             parent.sum += value
-            if at == 0 and item < parent.mins[0]:
+            if not at and item < parent.mins[0]:
                 parent.mins[0] = item
-        self._split_up(node, path)
+        if len(keys) > LEAF_MAX:
+            self._split_up(node, path)
         return True
 
     def _split_up(self, node: _Leaf | _Node, path: list[tuple[_Node, int]]) -> None:

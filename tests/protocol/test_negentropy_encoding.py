@@ -20,6 +20,7 @@ from relay.protocol.negentropy import (
     encode_varint,
     fingerprint_of,
     id_from_cid,
+    id_from_logged_cid,
 )
 from relay.protocol.negentropy.reconciler import _minimal_bound
 from relay.protocol.negentropy.wire import BoundReader, BoundWriter, Reader
@@ -128,3 +129,4 @@ def test_item_ids_are_the_digest_inside_the_cid() -> None:
     item_id = id_from_cid(cid)
     assert len(item_id) == 32
     assert cid_from_id(item_id) == cid
+    assert id_from_logged_cid(cid) == item_id
