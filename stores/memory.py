@@ -275,9 +275,8 @@ class MemoryStore:
         return {op.cid: OpLocation(op.cid, op.kind, op.chain_id, op.seq) for op in found}
 
     async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
-        return {
-            c: self._pending.get(c) or PendingOp(c, self._raw[c], "") for c in cids if c in self._raw
-        }
+        found = (c for c in cids if c in self._raw)
+        return {c: self._pending.get(c) or PendingOp(c, self._raw[c], "") for c in found}
 
     async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
         return {c: self._notes[c] for c in cids if c in self._notes}

@@ -38,6 +38,7 @@ async def test_waiting_since_is_kept_while_the_op_stays_buffered(opened: RelaySt
     await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.w", "op:p1", 1000)}))
     async with opened.sequencing() as s:
         [taken] = await s.take_waiting(["op:p1"])
+        assert taken.waits_for == "op:p1"
         # parked again, for another dependency, later: it has waited since 1000
         await s.commit(CommitBatch(waiting={"w": PendingOp("w", "tok.w", "did:x", 9000)}))
     assert await opened.find_buffered(["w"]) == {"w": PendingOp("w", "tok.w", "did:x", 1000)}
