@@ -91,6 +91,9 @@ def op_status(status: OpStatus) -> dict[str, Any]:
         out.update(waitingFor=waits_for, since=status.pending.since_ms)
         if waits_for is None:
             out["detail"] = "received, not verified yet"
+        else:  # the key, split: "op:<cid>" / "did:<did>"
+            kind, _, ident = waits_for.partition(":")
+            out["dependency"] = {"kind": kind, "id": ident}
     elif status.note is not None:
         note = status.note
         out.update(reason=note.reason, detail=note.detail, rejectedAt=note.at_ms)

@@ -31,6 +31,7 @@ BAD_VALUES = {
     "--feed-heartbeat": "0",
     "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
+    "--cors-origin": "https://app.example/path",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
