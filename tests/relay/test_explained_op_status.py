@@ -18,7 +18,7 @@ from relay import RelayConfig
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.relay_api import PAST_MS, get_json, log_cids, post
-from tests.support.served import TRANSPORTS, Served, served_relay
+from tests.support.served import START_MS, TRANSPORTS, Served, served_relay
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -200,3 +200,21 @@ async def test_a_full_buffer_is_explained(store: RelayStore, transport: str) -> 
         explained = await status(served.client, second.genesis_cid)
         assert (explained["status"], explained["reason"]) == ("rejected", "buffer-full")
         assert explained["detail"] == answer["error"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_waiting_since_and_notes_survive_a_restart(store: RelayStore, transport: str) -> None:
+    b = WorkloadBuilder(seed=171, start_ms=PAST_MS)
+    alice = b.identity()
+    chain = b.content_create(alice)
+    bad = WorkloadBuilder(seed=172, start_ms=START_MS + 10 * 86_400_000)
+    rejected = bad.identity().head_cid
+    async with served_relay(store, transport) as served:
+        await post(served.client, b.tokens[1:])
+        await post(served.client, bad.tokens)  # still in the future a day later
+        parked_at = served.clock.now_ms
+    # the same store, a relay started a day later: its drain parks the op again
+    async with served_relay(store, transport, start_ms=parked_at + 86_400_000) as served:
+        waiting = await status(served.client, chain.genesis_cid)
+        assert (waiting["status"], waiting["since"]) == ("waiting", parked_at)
+        assert (await status(served.client, rejected))["reason"] == "future-timestamp"

@@ -40,9 +40,12 @@ class Served:
 
 @asynccontextmanager
 async def served_relay(
-    store: RelayStore, transport: str, config: RelayConfig | None = None
+    store: RelayStore,
+    transport: str,
+    config: RelayConfig | None = None,
+    start_ms: int = START_MS,
 ) -> AsyncIterator[Served]:
-    clock = Clock()
+    clock = Clock(start_ms)
     relay = create_relay(store, config=config, clock=clock)
     if transport == "hypercorn":
         async with (
