@@ -218,3 +218,21 @@ async def test_waiting_since_and_notes_survive_a_restart(store: RelayStore, tran
         waiting = await status(served.client, chain.genesis_cid)
         assert (waiting["status"], waiting["since"]) == ("waiting", parked_at)
         assert (await status(served.client, rejected))["reason"] == "future-timestamp"
+
+
+async def test_an_op_received_but_not_yet_verified_is_waiting_for_nothing_yet(
+    served: Served,
+) -> None:
+    b = WorkloadBuilder(seed=173, start_ms=PAST_MS)
+    alice = b.identity()
+    # as another worker sharing the store leaves it between buffering and sequencing
+    await served.relay.store.put_raw_ops([(alice.head_cid, b.tokens[0])])
+    assert await status(served.client, alice.head_cid) == {
+        "cid": alice.head_cid,
+        "status": "waiting",
+        "waitingFor": None,
+        "since": None,
+        "detail": "received, not verified yet",
+    }
+    overview = await get_json(served.client, "/operations/pending")
+    assert (overview["total"], overview["unverified"], overview["oldest"]) == (1, 1, None)
