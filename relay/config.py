@@ -17,6 +17,8 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
 DEFAULT_MAX_REJECTION_NOTES = 100_000  # recent rejections remembered by CID (op status)
+DEFAULT_SYNC_FRAME_LIMIT = 512 * 1024
+DEFAULT_SYNC_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
 PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"
 DEFAULT_PROFILE: Mapping[str, Any] = MappingProxyType(
@@ -43,3 +45,6 @@ class RelayConfig:
     feed_max_subscribers: int = 1000
     feed_heartbeat_s: float = 15.0
     feed_send_timeout_s: float = 30.0
+    # reconciliation (relay.reconcile)
+    sync_frame_limit: int = DEFAULT_SYNC_FRAME_LIMIT  # our Negentropy reply cap; 0: none
+    sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES  # a bigger query is a 413

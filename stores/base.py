@@ -433,6 +433,20 @@ class FeedStore(Protocol):
         ...
 
 
+class SyncStore(Protocol):
+    """What reconciliation reads: every op as a (seq, createdAt, CID) item,
+    and the ops a peer asks for by CID."""
+
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        """``(seq, created_at_ms, cid)`` of entries with ``seq > after_seq``,
+        in seq order, at most ``limit``."""
+        ...
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        """The sequenced ops among ``cids`` (unknown CIDs are absent), with seq."""
+        ...
+
+
 class RelayStore(
     ProofReader,
     RawOpBuffer,
@@ -441,6 +455,7 @@ class RelayStore(
     RelayIdentityStore,
     FeedStore,
     StatusStore,
+    SyncStore,
     Protocol,
 ):
     async def open(self) -> None: ...

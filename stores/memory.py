@@ -206,6 +206,14 @@ class MemoryStore:
             op.created_at_ms, op.parent_cid, op.state,
         )  # fmt: skip
 
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        window = self._log[max(after_seq, 0) : max(after_seq, 0) + limit]
+        return [(e.seq, self._ops[e.cid].created_at_ms, e.cid) for e in window]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {c: self._ops[c] for c in cids if c in self._ops}
+
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         window = self._log[max(after_seq, 0) : max(min(until_seq, after_seq + limit), 0)]
         return [self._feed_entry(e.cid) for e in window]

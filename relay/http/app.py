@@ -15,7 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import changes, content, forks, proof
+from . import changes, content, forks, proof, sync
 from .did import DID_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .forks import FORK_ROUTES
@@ -48,6 +48,12 @@ PROOF_ROUTES = [
 FEED_ROUTES = [
     Route("/changes", changes.changes_sse, methods=["GET"]),
     WebSocketRoute("/changes", changes.changes_ws),
+]
+
+# Reconciliation (additive): Negentropy V1 rounds, ops by CID for transfer.
+SYNC_ROUTES = [
+    Route("/sync/negentropy", sync.post_negentropy, methods=["POST"]),
+    Route("/sync/operations", sync.post_sync_operations, methods=["POST"]),
 ]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
@@ -110,6 +116,7 @@ def build_app(relay: Relay) -> Starlette:
             *FORK_ROUTES,
             *DID_ROUTES,
             *FEED_ROUTES,
+            *SYNC_ROUTES,
             *CONTENT_ROUTES,
             *OPS_ROUTES,
         ],

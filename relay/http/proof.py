@@ -38,6 +38,7 @@ async def well_known(request: Request) -> JSONResponse:
             "profile": relay.profile_token,
             # additive to v0.7.1
             "changesFeed": await relay.feed.describe(),
+            "sync": relay.describe_sync(),
         }
     )
 

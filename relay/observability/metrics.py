@@ -32,6 +32,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from .reconcile_metrics import ReconcileMetrics
+
 __all__ = ["CONTENT_TYPE", "RelayMetrics"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -109,6 +111,8 @@ class RelayMetrics:
             ["peer"],
             registry=r,
         )
+
+        self.reconcile = ReconcileMetrics(r)
 
         # the changes feed
         self.feed_subscribers = Gauge(

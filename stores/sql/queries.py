@@ -31,6 +31,7 @@ class Queries:
     )
     known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
     # changes feed
+    sync_items: str = "SELECT pos, created_at_ms, cid FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
     seq_range: str = f"SELECT {FEED_COLS} FROM ops WHERE pos > ? AND pos <= ? ORDER BY pos LIMIT ?"
     roots_first: str = (
         f"SELECT {FEED_COLS} FROM ops WHERE parent_cid IS NULL AND pos <= ? "

@@ -105,6 +105,19 @@ class SqlStore:
         row = await self._one(self._q.max_pos, ())
         return 0 if row is None else int(row[0])
 
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.sync_items, (after_seq, limit))
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        if not cids:
+            return {}
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.get_ops, (self._d.lst(cids),))
+        return {r[0]: R.op_record(r) for r in rows}
+
     # changes feed ------------------------------------------------------------
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         async with self._reading() as conn:

@@ -40,8 +40,9 @@ async def test_peer_log_arriving_out_of_dependency_order_sequences(tmp_path: Pat
     before their parent); pages ingest through the pending buffer."""
     tokens = mixed_workload(200, seed=12, now_ms=PAST_MS)
     peers = {0: [PeerConfig("http://relay-b.test", gossip=False, read_through=False)], 1: []}
-    async with in_process_mesh(tmp_path, 2, peers=peers,
-                               config=replace(FAST, sync_page_limit=7)) as mesh:
+    async with in_process_mesh(
+        tmp_path, 2, peers=peers, config=replace(FAST, sync_page_limit=7)
+    ) as mesh:
         # B sequences them; its log order is B's ingestion order
         await post_all(mesh.http, mesh.urls[1], shuffled(tokens, seed=5))
         await mesh.relays[0].sync_from_peers()
@@ -87,8 +88,10 @@ async def test_each_cycle_has_a_per_peer_budget(tmp_path: Path) -> None:
         await b.ingest(tokens)
         total = len(await global_log(mesh.http, mesh.urls[1]))
         cycles = 0
-        while await a.store.get_peer_cursor(mesh.urls[1]) is None or cycles == 0 or (
-            len(await global_log(mesh.http, mesh.urls[0])) < total + 2
+        while (
+            await a.store.get_peer_cursor(mesh.urls[1]) is None
+            or cycles == 0
+            or (len(await global_log(mesh.http, mesh.urls[0])) < total + 2)
         ):
             before = len(await global_log(mesh.http, mesh.urls[0]))
             await a.sync_from_peers()
