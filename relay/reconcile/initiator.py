@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 from peer.base import PeerError
 from peer.sync_http import MAX_FETCH_CIDS, HttpSyncClient
 from relay.protocol.negentropy import (
+    INFINITY,
     Negentropy,
     NegentropyError,
     NegentropyOptions,
@@ -82,7 +83,7 @@ class ReconcileReport:
             "peer": self.peer,
             "direction": self.direction,
             "since": self.window.since,
-            "until": None if self.window.is_everything else self.window.until,
+            "until": None if self.window.until == INFINITY else self.window.until,
             "rounds": self.rounds,
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
@@ -164,7 +165,7 @@ async def _rounds(
             report.peer,
             message,
             since=window.since if window.since else None,
-            until=None if window.is_everything else window.until,
+            until=None if window.until == INFINITY else window.until,
             frame_limit=bounds.frame_limit,
         )
         report.bytes_received += len(reply)

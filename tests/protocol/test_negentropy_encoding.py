@@ -53,7 +53,7 @@ def test_bounds_delta_encode_timestamps_within_one_message() -> None:
     assert writer.encode(Bound(1000, b"\xab")).hex() == "0101ab"
     assert writer.encode(Bound(1002)).hex() == "0300"
     assert writer.encode(Bound(INFINITY)).hex() == "0000"
-    reader, bounds = Reader(bytes.fromhex("876900" "0101ab" "0300" "0000")), BoundReader()
+    reader, bounds = Reader(bytes.fromhex("8769000101ab03000000")), BoundReader()
     decoded = [bounds.decode(reader) for _ in range(4)]
     assert decoded == [Bound(1000), Bound(1000, b"\xab"), Bound(1002), Bound(INFINITY)]
 
@@ -61,9 +61,9 @@ def test_bounds_delta_encode_timestamps_within_one_message() -> None:
 def test_bound_prefixes_are_zero_padded_and_at_most_32_bytes() -> None:
     assert Bound(5, b"\xaa").key == (5, b"\xaa" + bytes(31))
     with pytest.raises(NegentropyError, match="at most 32"):
-        BoundReader().decode(Reader(bytes.fromhex("01" "21") + bytes(33)))
+        BoundReader().decode(Reader(bytes.fromhex("0121") + bytes(33)))
     with pytest.raises(NegentropyError, match="truncated"):
-        BoundReader().decode(Reader(bytes.fromhex("01" "04" "aabb")))
+        BoundReader().decode(Reader(bytes.fromhex("0104aabb")))
 
 
 def test_minimal_bounds_separate_neighbours_with_the_shortest_prefix() -> None:
@@ -90,16 +90,16 @@ def test_fingerprints_hash_the_id_sum_mod_2_256_and_the_count() -> None:
 def test_two_empty_sets_agree_in_one_round_of_id_lists() -> None:
     client, server = Negentropy(VectorStorage([])), Negentropy(VectorStorage([]))
     first = client.initiate()
-    assert first.hex() == "61" "0000" "02" "00"  # version, bound infinity, IdList of 0
+    assert first.hex() == "6100000200"  # version, bound infinity, IdList of 0
     reply = server.respond(first)
-    assert reply.hex() == "61" "0000" "02" "00"
+    assert reply.hex() == "6100000200"
     done = client.step(reply)
     assert (done.message, done.have, done.need) == (None, [], [])
 
 
 def test_an_unknown_version_gets_the_one_byte_downgrade_reply() -> None:
     server = Negentropy(VectorStorage([]))
-    assert server.respond(bytes.fromhex("62" "0000" "00")) == b"\x61"
+    assert server.respond(bytes.fromhex("62000000")) == b"\x61"
     with pytest.raises(UnsupportedVersion):
         Negentropy(VectorStorage([])).step(b"\x62")
     with pytest.raises(NegentropyError, match="invalid protocol version"):
