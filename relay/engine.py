@@ -20,6 +20,7 @@ from peer.sync_http import HttpSyncClient
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
+from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
 from relay.reconcile.index import FingerprintIndex
@@ -70,8 +71,10 @@ class Relay:
         self.store = store
         self.config = config
         self.clock = clock
-        self.ingestor = Ingestor(store, clock, config.max_pending)
+        self.ingestor = Ingestor(store, clock, config.max_pending, config.max_rejection_notes)
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
+        self.ingestor.rejections.add_listener(self.metrics.record_rejections)
+        self.status = OpStatusService(store, clock)  # explained op status, pending overview
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None

@@ -10,7 +10,8 @@ variable it came from; ``dfos-relay`` prints it and exits 2.
 Peer syntax: ``URL`` enables gossip, read-through and sync; ``URL#b1+b2``
 enables only the listed behaviours, from ``gossip``, ``read-through`` and
 ``sync`` (``http://a:4444#read-through`` is a read-only cache).
-``DFOS_RELAY_PEERS`` and ``DFOS_RELAY_TRUSTED_PROXIES`` are comma-separated.
+``DFOS_RELAY_PEERS``, ``DFOS_RELAY_TRUSTED_PROXIES`` and
+``DFOS_RELAY_CORS_ORIGINS`` are comma-separated.
 
 Not checked here: that the store or the peers are reachable (start-up and
 ``/readyz`` find out).
@@ -90,6 +91,7 @@ class ServeSettings:
     feed_max_subscribers: int = 1000
     feed_heartbeat_s: float = 15.0
     feed_send_timeout_s: float = 30.0
+    cors_origins: tuple[str, ...] = ()  # CORS off unless origins are named
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S
     reconcile_window_s: float = RECONCILE_WINDOW_S
     reconcile_full_every: int = RECONCILE_FULL_EVERY
@@ -109,6 +111,7 @@ class ServeSettings:
             feed_max_subscribers=self.feed_max_subscribers,
             feed_heartbeat_s=self.feed_heartbeat_s,
             feed_send_timeout_s=self.feed_send_timeout_s,
+            cors_origins=self.cors_origins,
             sync_frame_limit=self.sync_frame_limit,
             sync_max_message_bytes=self.sync_max_message_bytes,
         )
@@ -238,6 +241,33 @@ def _peers(text: str) -> tuple[PeerConfig, ...]:
 
 def _proxies(text: str) -> tuple[Network, ...]:
     return parse_trusted_proxies(_items(text))
+
+
+def parse_origin(text: str) -> str:
+    """``*`` or a browser origin ``http(s)://host[:port]`` (no path, query or fragment)."""
+    origin = text.strip()
+    if origin == "*":
+        return origin
+    try:
+        parts = urlsplit(origin)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if (
+        not port_ok
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
+        raise ValueError(f"expected * or an origin like https://app.example:8080, got {text!r}")
+    return origin
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(parse_origin(item) for item in _items(text)))
 
 
 # -- the option table --------------------------------------------------------------
@@ -415,6 +445,15 @@ OPTIONS: tuple[Option, ...] = (
         _seconds,
         "changes feed: close a subscriber unwritable this long (default 30)",
         "SECONDS",
+    ),
+    Option(
+        "cors_origins",
+        "--cors-origin",
+        "CORS_ORIGINS",
+        "list",
+        _origins,
+        "allow browser clients from this origin (CORS), repeatable; * allows any (default: off)",
+        "ORIGIN",
     ),
     Option(
         "reconcile_interval_s",

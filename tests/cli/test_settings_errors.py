@@ -31,6 +31,7 @@ BAD_VALUES = {
     "--feed-heartbeat": "0",
     "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
+    "--cors-origin": "https://app.example/path",
     "--reconcile-interval": "often",
     "--reconcile-window": "a while",
     "--reconcile-full-every": "0",
