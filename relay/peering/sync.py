@@ -15,14 +15,14 @@ Cursors are only ever values the peer issued: the page's ``cursor`` or, on
 the final page where the peer answers ``cursor: null``, the CID of the last
 entry it served (used only if that entry really is the op with that CID).
 
-A peer that does not know our cursor (its store was rebuilt) is repaired
-by reconciliation when it can be: everything up to its current log head
-is reconciled and paging resumes from that head.
 A page holding ops that are permanently rejected here ends the peer's cycle
 (after its cursor is saved: re-reading it cannot help) and backs the peer
 off. A peer that answers our cursor as unknown (its store was rebuilt)
-costs one reset per cycle: we read its log again from the beginning, which
-is safe because ingest is idempotent, and never invent a cursor. Each cycle
+costs one repair per cycle: when it can reconcile, everything up to its
+current log head (whose CID it names in its changes feed) is reconciled
+and paging resumes from that head; otherwise we read its log again from
+the beginning, which is safe because ingest is idempotent. We never
+invent a cursor. Each cycle
 stops after ``sync_budget_ops`` entries per peer, so one huge peer cannot
 starve the others; the rest comes in later cycles.
 """
