@@ -100,7 +100,8 @@ class HttpSyncClient(HttpPeerClient):
             return None
         options = FollowOptions(live=False, limit=1, max_retries=0)
         with contextlib.suppress(FeedClientError, httpx.HTTPError):
-            async for event in follow(peer_url, since=f"{epoch}.{head - 1}", options=options):
+            since = f"{epoch}.{head - 1}"
+            async for event in follow(peer_url, since=since, options=options, client=self._client):
                 if event.kind == "op" and isinstance(event.data.get("cid"), str):
                     return str(event.data["cid"])
         return None

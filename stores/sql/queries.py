@@ -256,9 +256,7 @@ def pending_summary_sql(dialect: Dialect, n_cutoffs: int) -> str:
         ", SUM(CASE WHEN since_ms <= CAST(? AS {BIGINT}) THEN 1 ELSE 0 END)"
         for _ in range(n_cutoffs)
     )
-    return dialect.render(
-        f"SELECT {DEPENDENCY_KIND_SQL}, COUNT(*){older} FROM raw_ops GROUP BY 1"
-    )
+    return dialect.render(f"SELECT {DEPENDENCY_KIND_SQL}, COUNT(*){older} FROM raw_ops GROUP BY 1")
 
 
 def render_queries(dialect: Dialect) -> Queries:
