@@ -66,8 +66,8 @@ class NegentropyOptions:
             raise ValueError(f"frame_size_limit is 0 or at least {MIN_FRAME_LIMIT}")
         if self.buckets < 2:
             raise ValueError("buckets must be at least 2")
-        if self.id_list_below < 1:
-            raise ValueError("id_list_below must be at least 1")
+        if self.id_list_below < 2:  # a 1-item range split in one is itself: no progress
+            raise ValueError("id_list_below must be at least 2")
 
 
 @dataclass(slots=True)
