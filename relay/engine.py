@@ -16,11 +16,16 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+from peer.sync_http import HttpSyncClient
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
+from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
+from relay.reconcile.index import FingerprintIndex
+from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
+from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import RelayIdentityRecord, RelayStore
@@ -66,14 +71,19 @@ class Relay:
         self.store = store
         self.config = config
         self.clock = clock
-        self.ingestor = Ingestor(store, clock, config.max_pending)
+        self.ingestor = Ingestor(store, clock, config.max_pending, config.max_rejection_notes)
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
+        self.ingestor.rejections.add_listener(self.metrics.record_rejections)
+        self.status = OpStatusService(store, clock)  # explained op status, pending overview
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
         self._keypair: Ed25519Keypair | None = None
         self.feed = Feed(store, feed_config(config), lambda: self.did)
         self.ingestor.add_listener(self._wake_feed)
+        self.sync_index = FingerprintIndex(store)
+        self.ingestor.add_listener(self.sync_index.on_sequenced)
+        self._sync_client: HttpSyncClient | None = None
         self.started = False
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
 
@@ -97,6 +107,7 @@ class Relay:
         await self.store.open()
         try:
             await self.feed.hub.watch(self.store)
+            self.sync_index.start()
             self._identity = await self._load_identity()
             resumed = await self.ingestor.drain_buffer()
             if resumed:
@@ -105,6 +116,7 @@ class Relay:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
         except BaseException:
+            await self.sync_index.stop()
             await self.feed.hub.close()
             await self.store.close()
             raise
@@ -116,6 +128,10 @@ class Relay:
         self.started = False
         if self.peering is not None:
             await self.peering.stop()
+        await self.sync_index.stop()
+        if self._sync_client is not None:
+            await self._sync_client.aclose()
+            self._sync_client = None
         await self.feed.hub.close()
         await self.store.close()
 
@@ -161,6 +177,41 @@ class Relay:
         if self.peering is None:
             return False
         return await self.peering.read_through(kind, chain_id)
+
+    # reconciliation --------------------------------------------------------
+    def describe_sync(self) -> dict[str, object]:
+        """The well-known document's ``sync`` entry (additive)."""
+        return {
+            "negentropy": 1,
+            "frameLimit": self.config.sync_frame_limit,
+            "maxMessageBytes": self.config.sync_max_message_bytes,
+            "maxOperationCids": MAX_FETCH_CIDS,
+        }
+
+    async def reconcile(
+        self,
+        peer_url: str,
+        direction: Direction = "both",
+        window: Window | None = None,
+        bounds: ReconcileBounds | None = None,
+    ) -> ReconcileReport:
+        """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
+        lack and push what it lacks); failures are in ``report.error``."""
+        client = self._reconcile_client()
+        report = await reconcile(
+            self, self.sync_index, client, peer_url.rstrip("/"),
+            direction=direction, window=window, bounds=bounds,
+        )  # fmt: skip
+        self.metrics.reconcile.run(report)
+        return report
+
+    def _reconcile_client(self) -> HttpSyncClient:
+        shared = getattr(self.peering, "client", None)
+        if isinstance(shared, HttpSyncClient):
+            return shared
+        if self._sync_client is None:
+            self._sync_client = HttpSyncClient()
+        return self._sync_client
 
     async def sync_from_peers(self) -> int:
         """One sync-in cycle over every sync peer; returns ops newly sequenced."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -17,6 +17,7 @@ from dataclasses import replace
 from sortedcontainers import SortedList
 
 from stores.base import (
+    DEPENDENCY_KINDS,
     BeaconRecord,
     ChainRecord,
     CommitBatch,
@@ -26,8 +27,11 @@ from stores.base import (
     LogPage,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
+    PendingSummary,
     Rejection,
+    RejectionNote,
     RelayIdentityRecord,
     StateQuery,
     StateRows,
@@ -64,6 +68,7 @@ class MemoryStore:
         self._roots: SortedList = SortedList()
         self._standalone_log: dict[str, list[int]] = defaultdict(list)
         self._epoch: str | None = None
+        self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -175,20 +180,23 @@ class MemoryStore:
             self._countersigs[cs.target_cid].setdefault(cs.witness_did, cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
-        for cid in batch.resolved_cids:
+        for cid in batch.resolved_cids - batch.waiting.keys():
             self._raw.pop(cid, None)
             self._drop_pending(cid)
         for cid, pending in batch.waiting.items():
-            self._drop_pending(cid)
+            old = self._drop_pending(cid)
+            if old is not None and old.since_ms is not None:  # keeps waiting since then
+                pending = replace(pending, since_ms=old.since_ms)
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
         return len(self._log)
 
-    def _drop_pending(self, cid: str) -> None:
+    def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)
         if old is not None:
             self._waiters.get(old.waits_for, set()).discard(cid)
+        return old
 
     # changes feed ------------------------------------------------------------
     def _feed_entry(self, cid: str) -> FeedEntry:
@@ -197,6 +205,14 @@ class MemoryStore:
             op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
             op.created_at_ms, op.parent_cid, op.state,
         )  # fmt: skip
+
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        window = self._log[max(after_seq, 0) : max(after_seq, 0) + limit]
+        return [(e.seq, self._ops[e.cid].created_at_ms, e.cid) for e in window]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {c: self._ops[c] for c in cids if c in self._ops}
 
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         window = self._log[max(after_seq, 0) : max(min(until_seq, after_seq + limit), 0)]
@@ -260,6 +276,41 @@ class MemoryStore:
 
     async def count_unsequenced(self) -> int:
         return len(self._raw)
+
+    # op status -------------------------------------------------------------
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
+        found = (self._ops[c] for c in cids if c in self._ops)
+        return {op.cid: OpLocation(op.cid, op.kind, op.chain_id, op.seq) for op in found}
+
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        found = (c for c in cids if c in self._raw)
+        return {c: self._pending.get(c) or PendingOp(c, self._raw[c], "") for c in found}
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
+        return {c: self._notes[c] for c in cids if c in self._notes}
+
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        for note in notes:
+            self._notes.pop(note.cid, None)
+            self._notes[note.cid] = note  # now the most recent
+        while len(self._notes) > max(keep, 0):
+            self._notes.popitem(last=False)
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary:
+        waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
+        older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
+        oldest: PendingOp | None = None
+        for op in self._pending.values():
+            kind = "op" if op.waits_for.startswith("op:") else "did"
+            waiting[kind] += 1
+            if op.since_ms is None:
+                continue
+            for i, cutoff in enumerate(cutoffs_ms):
+                older[kind][i] += op.since_ms <= cutoff
+            if oldest is None or (op.since_ms, op.cid) < (oldest.since_ms or 0, oldest.cid):
+                oldest = op
+        unverified = len(self._raw) - len(self._pending)
+        return PendingSummary(waiting, older, unverified, oldest)
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:

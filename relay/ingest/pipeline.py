@@ -12,7 +12,8 @@
    verifies. Ops that miss a dependency wait *indexed by that dependency*;
    each accepted op wakes only its own dependants (from this request and
    from the persistent buffer), which form the next round. No rescans.
-4. Commit the session atomically, then tell listeners (gossip) what is new.
+4. Commit the session atomically, then tell listeners (gossip) what is new,
+   and note what was rejected and why (``notes.py``).
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
@@ -34,6 +35,7 @@ from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
+from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .precheck import precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -85,10 +87,13 @@ def _rejected(cid: str, reason: RejectReason, detail: str) -> IngestionResult:
 class Ingestor:
     """Serializes all chain-state changes of one relay process."""
 
-    def __init__(self, store: RelayStore, clock: Clock, max_pending: int) -> None:
+    def __init__(
+        self, store: RelayStore, clock: Clock, max_pending: int, max_rejection_notes: int
+    ) -> None:
         self._store = store
         self._clock = clock
         self._max_pending = max_pending
+        self.rejections = RejectionNotes(store, max_rejection_notes)
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
         # Decoded form of the ops this process buffered, so a wake-up does not
@@ -107,8 +112,14 @@ class Ingestor:
         if submitted:
             known = await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
             submitted = await precheck_submitted(submitted, known, self._store)
-        outcomes, sequenced = await self._run(submitted)
+        outcomes, sequenced, events = await self._run(submitted)
         await self._notify(sequenced, source)
+        now = self._clock()
+        early = [
+            _early_event(p, t, now) for t, p in zip(tokens, prepared, strict=True)
+            if isinstance(p, IngestionResult)
+        ]  # fmt: skip
+        await self.rejections.record(early + events)
         return [
             p if isinstance(p, IngestionResult) else _result(p, outcomes[i])
             for i, p in enumerate(prepared)
@@ -124,19 +135,20 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced = await self._run(subs)
+            _, sequenced, events = await self._run(subs)
             await self._notify(sequenced, None)
+            await self.rejections.record(events)
             total += len(sequenced)
 
     async def _run(
         self, submitted: Sequence[tuple[int | None, Submitted]]
-    ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
+    ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
         async with self._lock, self._store.sequencing() as session:
             run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
             await run.sequence(list(submitted))
             batch = run.view.batch
             if batch.is_empty():
-                return run.outcomes, []
+                return run.outcomes, [], run.events
             head = await session.commit(batch)
             first = head - len(batch.operations) + 1
             sequenced = [
@@ -145,7 +157,7 @@ class Ingestor:
                 )
                 for seq, op in enumerate(batch.operations, start=first)
             ]
-            return run.outcomes, sequenced
+            return run.outcomes, sequenced, run.events
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
@@ -154,6 +166,13 @@ class Ingestor:
             maybe = listener(sequenced, source)
             if maybe is not None:
                 await maybe
+
+
+def _early_event(result: IngestionResult, token: object, now_ms: int) -> RejectionEvent:
+    """A token refused before sequencing (it did not decode or classify)."""
+    reason = result.reason or RejectReason.MALFORMED
+    digest = token_hash(token) if isinstance(token, str) else ""
+    return rejection_event(result.cid, reason, result.error or "", now_ms, digest, remember=True)
 
 
 def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
@@ -178,6 +197,7 @@ class _Sequencing:
             prepared.clear()
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
+        self.events: list[RejectionEvent] = []  # every rejection decided here
         # Ops parked in this session, one entry per CID (the freshest reason it
         # waits, and the request index it answers if any), indexed by key.
         self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
@@ -208,6 +228,7 @@ class _Sequencing:
         if recorded is not None:
             outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
             batch.resolved_cids.add(sub.cid)
+            self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
         else:
             outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
         if index is not None:
@@ -237,16 +258,28 @@ class _Sequencing:
                 if index is not None:
                     self.outcomes[index] = full
                 batch.resolved_cids.add(sub.cid)
+                self._event(sub, full.reason, full.message)
                 return
             batch.resolved_cids.discard(sub.cid)
-            batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
+            # since: now, unless the store already holds an earlier since for it
+            pending = PendingOp(sub.cid, sub.token, rejected.waits_for, self.now_ms)
+            batch.waiting[sub.cid] = pending
             self._prepared[sub.cid] = sub
             self._park(index, sub, rejected.waits_for)
             return
         batch.waiting.pop(sub.cid, None)
         batch.resolved_cids.add(sub.cid)
+        self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+
+    def _event(
+        self, sub: Submitted, reason: RejectReason, detail: str, *, remember: bool = True
+    ) -> None:
+        event = rejection_event(
+            sub.cid, reason, detail, self.now_ms, sub.token_hash, remember=remember
+        )
+        self.events.append(event)
 
     def _unpark(self, cid: str) -> None:
         parked = self._parked.pop(cid, None)

@@ -31,6 +31,12 @@ BAD_VALUES = {
     "--feed-heartbeat": "0",
     "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
+    "--cors-origin": "https://app.example/path",
+    "--reconcile-interval": "often",
+    "--reconcile-window": "a while",
+    "--reconcile-full-every": "0",
+    "--sync-frame-limit": "100",
+    "--sync-max-message-bytes": "0",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
