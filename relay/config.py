@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from relay.ingest.policy import WritePolicy
     from relay.limits import Network, RateLimit
 
 MAX_OPERATIONS_PER_REQUEST = 100  # openapi.yaml: operations maxItems
@@ -20,6 +21,7 @@ DEFAULT_MAX_REJECTION_NOTES = 100_000  # recent rejections remembered by CID (op
 DEFAULT_SYNC_FRAME_LIMIT = 512 * 1024
 DEFAULT_SYNC_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
+DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S = 300  # admin tokens are short-lived: the replay window
 PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"
 DEFAULT_PROFILE: Mapping[str, Any] = MappingProxyType(
     {"name": "dfos-relay", "description": "A DFOS web relay"}
@@ -48,3 +50,7 @@ class RelayConfig:
     # reconciliation (relay.reconcile)
     sync_frame_limit: int = DEFAULT_SYNC_FRAME_LIMIT  # our Negentropy reply cap; 0: none
     sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES  # a bigger query is a 413
+    # administration (relay.admin) and the write gate (relay.ingest.policy)
+    admin_dids: tuple[str, ...] = ()  # operators; none: /admin/ answers 501
+    admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    write_policy: WritePolicy | None = None  # None: only bans apply

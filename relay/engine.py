@@ -17,9 +17,11 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from peer.sync_http import HttpSyncClient
+from relay.admin.bans import BanList
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
+from relay.ingest.policy import WriteGate
 from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
@@ -31,7 +33,7 @@ from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
-    from relay.peering.api import PeeringService
+    from relay.peering.api import PeeringService, PeerState
 
 # Builds the ASGI app that serves a relay (``relay.http.app.build_app``).
 AppFactory = Callable[["Relay"], Any]
@@ -71,7 +73,12 @@ class Relay:
         self.store = store
         self.config = config
         self.clock = clock
-        self.ingestor = Ingestor(store, clock, config.max_pending, config.max_rejection_notes)
+        # bans (from the store) and the write policy, asked before each commit
+        self.bans = BanList(store)
+        self.gate = WriteGate(config.write_policy, self.bans.lookup, config.admin_dids)
+        self.ingestor = Ingestor(
+            store, clock, config.max_pending, config.max_rejection_notes, self.gate
+        )
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.ingestor.rejections.add_listener(self.metrics.record_rejections)
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
@@ -108,6 +115,7 @@ class Relay:
         try:
             await self.feed.hub.watch(self.store)
             self.sync_index.start()
+            await self.bans.refresh()
             self._identity = await self._load_identity()
             resumed = await self.ingestor.drain_buffer()
             if resumed:
@@ -133,6 +141,7 @@ class Relay:
             await self._sync_client.aclose()
             self._sync_client = None
         await self.feed.hub.close()
+        self.gate.close()
         await self.store.close()
 
     @asynccontextmanager
@@ -153,6 +162,7 @@ class Relay:
             await self.store.put_relay_identity(identity)
             # another process sharing the store may have written first: use its identity
             identity = await self.store.get_relay_identity() or identity
+        self.gate.exempt(identity.did)  # the relay's own ops pass bans and policy
         results = await self.ingestor.ingest([identity.genesis_token, identity.profile_token])
         for result in results:
             if result.status is Status.REJECTED:
@@ -168,6 +178,7 @@ class Relay:
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         """Ingest a batch; ``source`` names the peer it came from (no echo)."""
+        await self.bans.refresh_if_stale()  # bans made by other workers
         results = await self.ingestor.ingest(tokens, source)
         self.metrics.record_ingestion(results)
         return results
@@ -218,3 +229,27 @@ class Relay:
         if self.peering is None:
             return 0
         return await self.peering.sync_once()
+
+    async def sync_peer(self, url: str) -> int:
+        """Sync in from one configured peer until caught up (KeyError: not a peer)."""
+        if self.peering is None:
+            raise KeyError(url)
+        return await self.peering.sync_peer(url)
+
+    def peer_states(self) -> list[PeerState]:
+        return [] if self.peering is None else self.peering.peer_states()
+
+    def forget_purged(self) -> None:
+        """Ops left the store (an admin purge): what this process derived
+        from them is rebuilt. Other processes sharing the store rebuild their
+        fingerprint index when they restart."""
+        self.sync_index.invalidate()
+
+    async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:
+        """Run set reconciliation with a configured peer now (``POST
+        /admin/peers/reconcile``); its report as JSON-ready data (KeyError:
+        not a configured peer)."""
+        url = peer_url.rstrip("/")
+        if self.peering is None or url not in {p.url for p in self.peer_states()}:
+            raise KeyError(peer_url)
+        return (await self.reconcile(url)).as_dict()

@@ -13,6 +13,11 @@ enables only the listed behaviours, from ``gossip``, ``read-through`` and
 ``DFOS_RELAY_PEERS``, ``DFOS_RELAY_TRUSTED_PROXIES`` and
 ``DFOS_RELAY_CORS_ORIGINS`` are comma-separated.
 
+Operators (``--admin-did``) and the write gate's lists (``--allow-did``,
+``--deny-did``, ``--allow-kind``, ``--deny-kind``) are repeatable flags or
+comma-separated variables. ``--write-policy module:function`` is imported
+while the settings are parsed, so a bad one stops start-up in one line.
+
 Not checked here: that the store or the peers are reachable (start-up and
 ``/readyz`` find out).
 """
@@ -28,11 +33,19 @@ from urllib.parse import urlsplit
 
 from peer.base import PeerConfig
 from relay.config import (
+    DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S,
     DEFAULT_MAX_BLOB_BYTES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SYNC_FRAME_LIMIT,
     DEFAULT_SYNC_MAX_MESSAGE_BYTES,
     RelayConfig,
+)
+from relay.ingest.policy import (
+    DEFAULT_POLICY_TIMEOUT_S,
+    OP_KINDS,
+    PolicyFunction,
+    WritePolicy,
+    load_policy_function,
 )
 from relay.limits import Network, RateLimit, parse_rate_limit, parse_trusted_proxies
 from relay.observability.logging import DEFAULT_LOG_LEVEL, LOG_LEVELS
@@ -42,6 +55,7 @@ from relay.peering.config import (
     RECONCILE_WINDOW_S,
     PeeringConfig,
 )
+from relay.protocol import is_dfos_did
 
 ENV_PREFIX = "DFOS_RELAY_"
 DEFAULT_HOST = "127.0.0.1"
@@ -97,6 +111,24 @@ class ServeSettings:
     reconcile_full_every: int = RECONCILE_FULL_EVERY
     sync_frame_limit: int = DEFAULT_SYNC_FRAME_LIMIT
     sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES
+    admin_dids: tuple[str, ...] = ()
+    admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    write_policy: tuple[str, PolicyFunction] | None = None  # (module:function, it)
+    write_policy_timeout_s: float = DEFAULT_POLICY_TIMEOUT_S
+    allow_dids: tuple[str, ...] = ()
+    deny_dids: tuple[str, ...] = ()
+    allow_kinds: tuple[str, ...] = ()
+    deny_kinds: tuple[str, ...] = ()
+
+    def write_gate_policy(self) -> WritePolicy | None:
+        lists = (self.allow_dids, self.deny_dids, self.allow_kinds, self.deny_kinds)
+        if self.write_policy is None and not any(lists):
+            return None
+        name, function = self.write_policy or ("", None)
+        return WritePolicy(
+            function, name, self.write_policy_timeout_s,
+            *(frozenset(values) for values in lists),
+        )  # fmt: skip
 
     def relay_config(self) -> RelayConfig:
         return RelayConfig(
@@ -114,6 +146,9 @@ class ServeSettings:
             cors_origins=self.cors_origins,
             sync_frame_limit=self.sync_frame_limit,
             sync_max_message_bytes=self.sync_max_message_bytes,
+            admin_dids=self.admin_dids,
+            admin_token_max_lifetime_s=self.admin_token_max_lifetime_s,
+            write_policy=self.write_gate_policy(),
         )
 
     def peering_config(self) -> PeeringConfig:
@@ -268,6 +303,26 @@ def parse_origin(text: str) -> str:
 
 def _origins(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(parse_origin(item) for item in _items(text)))
+
+
+def _dids(text: str) -> tuple[str, ...]:
+    dids = tuple(dict.fromkeys(_items(text)))
+    bad = [did for did in dids if not is_dfos_did(did)]
+    if bad:
+        raise ValueError(f"expected did:dfos DIDs, got {bad[0]!r}")
+    return dids
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(_items(text)))
+    bad = [kind for kind in kinds if kind not in OP_KINDS]
+    if bad:
+        raise ValueError(f"expected kinds among {', '.join(OP_KINDS)}, got {bad[0]!r}")
+    return kinds
+
+
+def _policy(text: str) -> tuple[str, PolicyFunction]:
+    return text.strip(), load_policy_function(text)
 
 
 # -- the option table --------------------------------------------------------------
@@ -502,7 +557,43 @@ OPTIONS: tuple[Option, ...] = (
         f"Negentropy query cap, 413 beyond (default {DEFAULT_SYNC_MAX_MESSAGE_BYTES})",
         "BYTES",
     ),
-)
+    Option(
+        "admin_dids", "--admin-did", "ADMIN_DIDS", "list", _dids,
+        "operator DID allowed to call /admin/ with a DID auth token, repeatable", "DID",
+    ),
+    Option(
+        "admin_token_max_lifetime_s", "--admin-token-max-lifetime", "ADMIN_TOKEN_MAX_LIFETIME",
+        "value", _int_in(1),
+        f"longest exp - iat of an admin auth token (default {DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S})",
+        "SECONDS",
+    ),
+    Option(
+        "write_policy", "--write-policy", "WRITE_POLICY", "value", _policy,
+        "a function called on each verified op before commit: accept, or refuse with a reason",
+        "MODULE:FUNCTION",
+    ),
+    Option(
+        "write_policy_timeout_s", "--write-policy-timeout", "WRITE_POLICY_TIMEOUT", "value",
+        _seconds, f"seconds the write policy may take per round of ops before 'policy error' "
+        f"(default {DEFAULT_POLICY_TIMEOUT_S:g})", "SECONDS",
+    ),
+    Option(
+        "allow_dids", "--allow-did", "ALLOW_DIDS", "list", _dids,
+        "accept ops only from these signers, repeatable (default: all)", "DID",
+    ),
+    Option(
+        "deny_dids", "--deny-did", "DENY_DIDS", "list", _dids,
+        "refuse ops from this signer, repeatable", "DID",
+    ),
+    Option(
+        "allow_kinds", "--allow-kind", "ALLOW_KINDS", "list", _kinds,
+        f"accept only these kinds ({', '.join(OP_KINDS)}), repeatable", "KIND",
+    ),
+    Option(
+        "deny_kinds", "--deny-kind", "DENY_KINDS", "list", _kinds,
+        "refuse ops of this kind, repeatable", "KIND",
+    ),
+)  # fmt: skip
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

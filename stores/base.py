@@ -14,6 +14,8 @@ against the smallest one it needs:
 - ``RelayIdentityStore`` the relay's own persistent DID and key
 - ``StatusStore``     what explains an op's status: where it sits in the log,
                       what it waits for, its recent rejection; the buffer's summary
+- ``ModerationStore`` bans, purges, dropping buffered ops (``stores.moderation``)
+- ``AuditSource``     a consistent read-only snapshot of every row (``stores.audit``)
 
 ``RelayStore`` is all of them plus the lifecycle (``open``/``close``).
 
@@ -33,6 +35,9 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from stores.audit import AuditSource
+from stores.moderation import ModerationStore
 
 OperationKind = Literal["identity-op", "content-op", "beacon", "artifact", "countersign"]
 ChainKind = Literal["identity", "content"]
@@ -149,12 +154,15 @@ class PendingOp:
     """A raw token waiting for one missing dependency (``waits_for`` is ""
     while it is buffered but not yet attempted). ``since_ms`` is when it first
     started waiting; a backend keeps the first value while the op stays
-    buffered, however often it is parked again (None: not known)."""
+    buffered, however often it is parked again (None: not known).
+    ``received_at_ms`` is when it was first buffered (0: unknown, e.g.
+    buffered before schema v4)."""
 
     cid: str
     jws_token: str
     waits_for: DependencyKey
     since_ms: int | None = None
+    received_at_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,8 +352,11 @@ class SequencingSession(Protocol):
 
 
 class RawOpBuffer(Protocol):
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
-        """Buffer (cid, token) pairs before verification; idempotent.
+    async def put_raw_ops(
+        self, ops: Sequence[tuple[str, str]], received_at_ms: int = 0
+    ) -> set[str]:
+        """Buffer (cid, token) pairs before verification; idempotent (an op
+        keeps the ``received_at_ms`` it was first buffered with).
 
         Returns the CIDs that are already sequenced (those are not buffered)."""
         ...
@@ -364,6 +375,9 @@ class BlobStore(Protocol):
 class PeerCursorStore(Protocol):
     async def get_peer_cursor(self, peer_url: str) -> str | None: ...
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None: ...
+    async def list_peer_cursors(self) -> dict[str, str]:
+        """Every saved cursor by its key (the replication ledger, as stored)."""
+        ...
 
 
 class RelayIdentityStore(Protocol):
@@ -456,6 +470,8 @@ class RelayStore(
     FeedStore,
     StatusStore,
     SyncStore,
+    ModerationStore,
+    AuditSource,
     Protocol,
 ):
     async def open(self) -> None: ...

@@ -9,6 +9,7 @@
     dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--store URL]
                                             reconcile a store with a peer relay once
     dfos-relay converge ...                 the Spark convergence job
+    dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
 
 A usage or configuration error is one line on stderr and exit status 2;
 a failure while running is one line and exit status 1.
@@ -100,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rec.add_argument("--json", action="store_true", help="print the report as one JSON object")
     rec.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+    audit = commands.add_parser(
+        "verify-store", help="re-verify every stored chain and row (exit 0 only when clean)"
+    )
+    audit.add_argument(
         "--store",
         default=None,
         metavar="URL",
@@ -225,6 +236,21 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 130
 
 
+def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli.verify import VerifyError, verify_store_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+
+    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    try:
+        return asyncio.run(verify_store_command(store))
+    except SettingsError as exc:
+        return _fail(args.command, exc, EXIT_USAGE)
+    except VerifyError as exc:
+        return _fail(args.command, exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
@@ -236,6 +262,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return _converge(args)
     if args.command == "reconcile":
         return _reconcile(args, environ)
+    if args.command == "verify-store":
+        return _verify(args, environ)
     return _transfer(args, environ)
 
 

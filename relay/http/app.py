@@ -16,6 +16,7 @@ from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
 from . import changes, changes_ws, content, forks, proof, sync
+from .admin import ADMIN_ROUTES
 from .did import DID_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .forks import FORK_ROUTES
@@ -119,6 +120,7 @@ def build_app(relay: Relay) -> Starlette:
             *SYNC_ROUTES,
             *CONTENT_ROUTES,
             *OPS_ROUTES,
+            *ADMIN_ROUTES,
         ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,

@@ -23,6 +23,8 @@ def ingestion_result(result: IngestionResult) -> dict[str, Any]:
         out["chainId"] = result.chain_id
     if result.error is not None:
         out["error"] = result.error
+    if result.reason is not None:  # additive: the rejection's reason enum value
+        out["reason"] = result.reason.value
     return out
 
 

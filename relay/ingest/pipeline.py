@@ -9,11 +9,13 @@
    pass below spends its time on chain rules, not on cryptography.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
-   verifies. Ops that miss a dependency wait *indexed by that dependency*;
-   each accepted op wakes only its own dependants (from this request and
-   from the persistent buffer), which form the next round. No rescans.
-4. Commit the session atomically, then tell listeners (gossip) what is new,
-   and note what was rejected and why (``notes.py``).
+   verifies and passes the write gate (``policy.py``). Ops that miss a
+   dependency wait *indexed by that dependency*; each accepted op wakes
+   only its own dependants (from this request and from the persistent
+   buffer), which form the next round. No rescans. Ops held for the write
+   policy's decision are decided together after the round (bounded) and
+   attempted again in the next.
+4. Commit the session atomically, then tell listeners (gossip) what is new.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
@@ -29,13 +31,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
 from relay.rules.classify import classify, dependency_rank
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
-from stores.base import PendingOp, Rejection, RelayStore
+from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
 from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
+from .policy import Held, Refused, WriteGate
 from .precheck import precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -88,12 +91,18 @@ class Ingestor:
     """Serializes all chain-state changes of one relay process."""
 
     def __init__(
-        self, store: RelayStore, clock: Clock, max_pending: int, max_rejection_notes: int
+        self,
+        store: RelayStore,
+        clock: Clock,
+        max_pending: int,
+        max_rejection_notes: int,
+        gate: WriteGate | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._max_pending = max_pending
         self.rejections = RejectionNotes(store, max_rejection_notes)
+        self.gate = gate
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
         # Decoded form of the ops this process buffered, so a wake-up does not
@@ -110,7 +119,8 @@ class Ingestor:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
-            known = await self._store.put_raw_ops([(s.cid, s.token) for _, s in submitted])
+            raw = [(s.cid, s.token) for _, s in submitted]
+            known = await self._store.put_raw_ops(raw, received_at_ms=self._clock())
             submitted = await precheck_submitted(submitted, known, self._store)
         outcomes, sequenced, events = await self._run(submitted)
         await self._notify(sequenced, source)
@@ -144,8 +154,14 @@ class Ingestor:
         self, submitted: Sequence[tuple[int | None, Submitted]]
     ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
         async with self._lock, self._store.sequencing() as session:
-            run = _Sequencing(StateView(session), self._clock(), self._max_pending, self._prepared)
-            await run.sequence(list(submitted))
+            view = StateView(session)
+            view.gate = self.gate
+            run = _Sequencing(view, self._clock(), self._max_pending, self._prepared)
+            try:
+                await run.sequence(list(submitted))
+            finally:
+                if self.gate is not None:
+                    self.gate.forget()
             batch = run.view.batch
             if batch.is_empty():
                 return run.outcomes, [], run.events
@@ -206,6 +222,8 @@ class _Sequencing:
         # Ops waiting in the store's buffer when the session began; the
         # session holds the sequencing lock, so if none were, none appear.
         self._buffered_waiting = 0
+        # Ops verified this round whose write-policy decision is pending.
+        self._held: list[tuple[int | None, Submitted, OperationRecord]] = []
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -221,6 +239,20 @@ class _Sequencing:
             for index, sub in round_:
                 woken.extend(self._attempt(index, sub))
             round_ = await self._wake(woken)
+            if self._held:
+                round_ = await self._decide_held(round_)
+
+    async def _decide_held(
+        self, round_: list[tuple[int | None, Submitted]]
+    ) -> list[tuple[int | None, Submitted]]:
+        """Ask the write policy about the held ops (bounded), then retry them."""
+        held, self._held = self._held, []
+        gate = self.view.gate
+        assert gate is not None
+        await gate.decide([(op, sub.payload) for _, sub, op in held])
+        cids = {sub.cid for _, sub, _ in held}
+        retried = [(index, sub) for index, sub, _ in held]
+        return retried + [item for item in round_ if item[1].cid not in cids]
 
     def _attempt(self, index: int | None, sub: Submitted) -> tuple[str, ...]:
         batch = self.view.batch
@@ -230,7 +262,14 @@ class _Sequencing:
             batch.resolved_cids.add(sub.cid)
             self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
         else:
-            outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
+            try:
+                outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
+            except Held as held:  # verified; the policy decides after this round
+                self._unpark(sub.cid)
+                self._held.append((index, sub, held.op))
+                return ()
+            except Refused as refused:
+                outcome = refused.rejected
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)

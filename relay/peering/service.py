@@ -18,6 +18,7 @@ from typing import Literal
 from peer.base import PeerClient, PeerConfig, parse_peer_configs
 from relay.rules.outcomes import SequencedOp
 
+from .api import PeerState
 from .backoff import Backoff
 from .config import PeeringConfig
 from .gossip import Gossip
@@ -93,6 +94,29 @@ class Peering:
 
     async def sync_once(self) -> int:
         return await self.sync.sync_once()
+
+    async def sync_peer(self, url: str) -> int:
+        if url not in {p.url for p in self.peers}:
+            raise KeyError(url)
+        return await self.sync.sync_peer(url)
+
+    def peer_states(self) -> list[PeerState]:
+        states = []
+        for peer in self.peers:
+            lane = self.gossip.lanes.get(peer.url)
+            names = ("gossip", "read-through", "sync", "live", "reconcile")
+            flags = (peer.gossip, peer.read_through, peer.sync, peer.live, peer.reconcile)
+            states.append(
+                PeerState(
+                    peer.url,
+                    tuple(name for name, on in zip(names, flags, strict=True) if on),
+                    self.backoff.failures(peer.url),
+                    round(self.backoff.delay(peer.url), 3),
+                    lane.backlog if lane is not None else 0,
+                    lane.dropped if lane is not None else 0,
+                )
+            )
+        return states
 
     async def _sync_forever(self) -> None:
         interval = self.config.sync_interval_s

@@ -54,6 +54,12 @@ class FingerprintIndex:
                 await self._build
             self._build = None
 
+    def invalidate(self) -> None:
+        """Rebuild from the store (ops were removed from it: a purge)."""
+        if self._build is not None and not self._build.done():
+            self._build.cancel()
+        self._build = asyncio.create_task(self.rebuild(), name="fingerprint index rebuild")
+
     async def ready(self) -> FingerprintTree:
         """The tree, current with every commit visible in the store now."""
         if self._build is None:

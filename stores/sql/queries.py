@@ -181,18 +181,20 @@ class Queries:
     put_raw_arrays: str = (
         "WITH u AS (SELECT u.cid, u.token, EXISTS (SELECT 1 FROM ops WHERE ops.cid = u.cid) "
         "AS sequenced FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS u(cid, token)), "
-        "buffered AS (INSERT INTO raw_ops (cid, token) SELECT cid, token FROM u "
+        "buffered AS (INSERT INTO raw_ops (cid, token, received_at_ms) "
+        "SELECT cid, token, CAST(? AS bigint) FROM u "
         "WHERE NOT sequenced ON CONFLICT (cid) DO NOTHING) "
         "SELECT cid FROM u WHERE sequenced"
     )
     # raw buffer (never re-buffer an op that is already sequenced)
     put_raw: str = (
-        "INSERT INTO raw_ops (cid, token) SELECT CAST(? AS TEXT), CAST(? AS TEXT) "
+        "INSERT INTO raw_ops (cid, token, received_at_ms) "
+        "SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS {BIGINT}) "
         "WHERE NOT EXISTS (SELECT 1 FROM ops WHERE cid = ?) ON CONFLICT (cid) DO NOTHING"
     )
     unsequenced: str = (
-        "SELECT cid, token, COALESCE(waits_for, ''), since_ms FROM raw_ops WHERE cid > ? "
-        "ORDER BY cid LIMIT ?"
+        "SELECT cid, token, COALESCE(waits_for, ''), since_ms, received_at_ms FROM raw_ops "
+        "WHERE cid > ? ORDER BY cid LIMIT ?"
     )
     count_unsequenced: str = "SELECT COUNT(*) FROM raw_ops"
     # op status: where an op is, what it waits for, why it was rejected
@@ -230,6 +232,7 @@ class Queries:
         "ON CONFLICT (creator_did, document_cid) DO NOTHING"
     )
     get_cursor: str = "SELECT cursor FROM peer_cursors WHERE peer_url = ?"
+    list_cursors: str = "SELECT peer_url, cursor FROM peer_cursors ORDER BY peer_url"
     set_cursor: str = (
         "INSERT INTO peer_cursors (peer_url, cursor) VALUES (?, ?) "
         "ON CONFLICT (peer_url) DO UPDATE SET cursor = excluded.cursor"

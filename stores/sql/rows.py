@@ -96,9 +96,10 @@ def log_entry(row: Row) -> LogEntry:
 
 
 def pending_op(row: Row) -> PendingOp:
-    """From (cid, token, waits_for[, since_ms])."""
+    """From (cid, token, waits_for[, since_ms[, received_at_ms]])."""
     since = row[3] if len(row) > 3 else None
-    return PendingOp(row[0], row[1], row[2] or "", None if since is None else int(since))
+    received = int(row[4]) if len(row) > 4 and row[4] is not None else 0
+    return PendingOp(row[0], row[1], row[2] or "", None if since is None else int(since), received)
 
 
 def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None]:

@@ -30,9 +30,11 @@ from stores.base import (
     StateRows,
     StoreError,
 )
+from stores.moderation import ModerationBatch
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
+from stores.sql.moderation import write_moderation
 from stores.sql.queries import Queries
 from stores.state_reads import read_state_stepwise
 
@@ -125,6 +127,19 @@ class SqlSession:
             await self._end(False)
             raise
         return head
+
+    async def apply_moderation(self, batch: ModerationBatch) -> int:
+        """Apply a moderation batch in this locked transaction and end it."""
+        if self.done:
+            raise StoreError("sequencing session already committed")
+        self.done = True
+        try:
+            dropped = await write_moderation(self._conn, self._q, self._d, batch)
+            await self._end(True)
+        except BaseException:
+            await self._end(False)
+            raise
+        return dropped
 
 
 async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> int:

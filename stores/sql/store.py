@@ -1,7 +1,8 @@
 """The backend-independent half of the durable stores.
 
-``SqlStore`` implements the proof reader, raw buffer, blobs, peer cursors and
-relay identity once, over two hooks a backend provides:
+``SqlStore`` implements the proof reader, raw buffer, blobs, peer cursors,
+relay identity and moderation (``stores.sql.moderation``) once, over two
+hooks a backend provides:
 
 - ``_reading()``  a connection for reads (a reader connection / pool conn)
 - ``_writing()``  a connection inside a short write transaction, serialized
@@ -37,10 +38,11 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
+from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
 
-class SqlStore:
+class SqlStore(SqlModeration):
     def __init__(self, dialect: Dialect) -> None:
         self._d = dialect
         self._q: Queries = render_queries(dialect)
@@ -178,16 +180,19 @@ class SqlStore:
             return await conn.fetch(sql, (self._d.lst(values),))
 
     # raw buffer ------------------------------------------------------------
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
+    async def put_raw_ops(
+        self, ops: Sequence[tuple[str, str]], received_at_ms: int = 0
+    ) -> set[str]:
         if not ops:
             return set()
         if self._d.arrays:
             cids, tokens = zip(*ops, strict=True)
+            params = (list(cids), list(tokens), received_at_ms)
             async with self._writing_one() as conn:
-                rows = await conn.fetch(self._q.put_raw_arrays, (list(cids), list(tokens)))
+                rows = await conn.fetch(self._q.put_raw_arrays, params)
             return {str(r[0]) for r in rows}
         async with self._writing() as conn:
-            await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
+            await conn.executemany(self._q.put_raw, [(c, t, received_at_ms, c) for c, t in ops])
             rows = await conn.fetch(self._q.known_cids, (self._d.lst({c for c, _ in ops}),))
         return {str(r[0]) for r in rows}
 
@@ -257,6 +262,10 @@ class SqlStore:
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None:
         async with self._writing() as conn:
             await conn.execute(self._q.set_cursor, (peer_url, cursor))
+
+    async def list_peer_cursors(self) -> dict[str, str]:
+        async with self._reading() as conn:
+            return {str(r[0]): str(r[1]) for r in await conn.fetch(self._q.list_cursors, ())}
 
     # relay identity --------------------------------------------------------
     async def get_relay_identity(self) -> RelayIdentityRecord | None:
