@@ -37,6 +37,14 @@ BAD_VALUES = {
     "--reconcile-full-every": "0",
     "--sync-frame-limit": "100",
     "--sync-max-message-bytes": "0",
+    "--admin-did": "not-a-did",
+    "--admin-token-max-lifetime": "0",
+    "--write-policy": "no_such_module_here:decide",
+    "--write-policy-timeout": "0",
+    "--allow-did": "did:web:example.com",
+    "--deny-did": "someone",
+    "--allow-kind": "widget",
+    "--deny-kind": "blob",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
