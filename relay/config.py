@@ -36,6 +36,7 @@ class RelayConfig:
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
     max_rejection_notes: int = DEFAULT_MAX_REJECTION_NOTES
+    verify_threads: int | None = None  # precheck threads; None: one per core (up to 8)
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     profile: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_PROFILE)
     rate_limit: RateLimit | None = None  # POST /operations per client IP; None: off

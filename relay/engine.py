@@ -77,8 +77,9 @@ class Relay:
         self.bans = BanList(store)
         self.gate = WriteGate(config.write_policy, self.bans.lookup, config.admin_dids)
         self.ingestor = Ingestor(
-            store, clock, config.max_pending, config.max_rejection_notes, self.gate
-        )
+            store, clock, config.max_pending, config.max_rejection_notes, self.gate,
+            config.verify_threads,
+        )  # fmt: skip
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.ingestor.rejections.add_listener(self.metrics.record_rejections)
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
@@ -143,6 +144,7 @@ class Relay:
         await self.feed.hub.close()
         self.gate.close()
         await self.store.close()
+        self.ingestor.close()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Relay]:

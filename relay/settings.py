@@ -97,6 +97,7 @@ class ServeSettings:
     sync_interval_s: float | None = DEFAULT_SYNC_INTERVAL_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    verify_threads: int | None = None  # None: one per core (relay.ingest.parallel)
     log_level: str = DEFAULT_LOG_LEVEL
     rate_limit: RateLimit | None = None
     trusted_proxies: tuple[Network, ...] = ()
@@ -136,6 +137,7 @@ class ServeSettings:
             log=self.log,
             max_body_bytes=self.max_body_bytes,
             max_blob_bytes=self.max_blob_bytes,
+            verify_threads=self.verify_threads,
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
             metrics_port=self.metrics_port,
@@ -428,6 +430,15 @@ OPTIONS: tuple[Option, ...] = (
         _int_in(1),
         f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
         "BYTES",
+    ),
+    Option(
+        "verify_threads",
+        "--verify-threads",
+        "VERIFY_THREADS",
+        "value",
+        _int_in(1, 64),
+        "threads checking signatures ahead of sequencing (default: one per core, up to 8)",
+        "N",
     ),
     Option(
         "log_level",

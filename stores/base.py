@@ -324,6 +324,12 @@ class ProofReader(Protocol):
     async def get_identity_keys(
         self, dids: Collection[str]
     ) -> dict[str, list[IdentityKeyRecord]]: ...
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        """Those of ``cids`` that are in the log, and the key history of each
+        of ``dids`` (as ``get_identity_keys``): what a precheck reads, at once."""
+        ...
 
 
 class SequencingSession(Protocol):

@@ -142,6 +142,11 @@ class MemoryStore(MemoryAdmin):
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
         return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
 
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        return {c for c in cids if c in self._ops}, await self.get_identity_keys(dids)
+
     async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
         return {d: self._beacons[d] for d in dids if d in self._beacons}
 
@@ -169,7 +174,17 @@ class MemoryStore(MemoryAdmin):
         # No await below: the whole batch applies atomically for other tasks.
         for op in batch.operations:
             seq = len(self._log) + 1
-            self._ops[op.cid] = replace(op, seq=seq)
+            self._ops[op.cid] = OperationRecord(  # not replace(): this runs per op
+                op.cid,
+                op.jws_token,
+                op.kind,
+                op.chain_id,
+                op.author_did,
+                op.parent_cid,
+                op.created_at_ms,
+                op.state,
+                seq,
+            )
             self._log_pos[op.cid] = len(self._log)
             if op.kind in CHAIN_KINDS:
                 self._chain_log[op.chain_id].append(len(self._log))
@@ -201,8 +216,8 @@ class MemoryStore(MemoryAdmin):
 
     def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)
-        if old is not None:
-            self._waiters.get(old.waits_for, set()).discard(cid)
+        if old is not None and (waiters := self._waiters.get(old.waits_for)) is not None:
+            waiters.discard(cid)
         return old
 
     # changes feed ------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -46,9 +47,12 @@ async def well_known(request: Request) -> JSONResponse:
 def parse_operations_body(body: bytes) -> list[str]:
     """The ``{"operations": [...]}`` body of POST /operations, or 400."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "request body is not valid JSON") from exc
+        data = orjson.loads(body)  # fast; json decides whatever orjson refuses
+    except orjson.JSONDecodeError:
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or "operations" not in data:
         raise ApiError(400, 'request body must be {"operations": [...]}')
     ops = data["operations"]

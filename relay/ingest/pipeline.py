@@ -2,11 +2,11 @@
 (WEB-RELAY.md "Operation Ingestion", "Convergence").
 
 1. Decode and classify every token; malformed ones are rejected on their own
-   line. Well-formed tokens are buffered raw (idempotent) before anything is
-   verified.
-2. Precheck, outside any lock: derive CIDs and check signatures against the
-   keys the signers are known to hold (``precheck.py``), so the serialized
-   pass below spends its time on chain rules, not on cryptography.
+   line.
+2. Precheck, outside any lock and on several threads: derive CIDs and check
+   signatures against the keys the signers are known to hold (``precheck.py``,
+   ``parallel.py``), so the serialized pass below spends its time on chain
+   rules, not on cryptography.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
    verifies and passes the write gate (``policy.py``). Ops that miss a
@@ -16,6 +16,12 @@
    policy's decision are decided together after the round (bounded) and
    attempted again in the next.
 4. Commit the session atomically, then tell listeners (gossip) what is new.
+
+Store-then-verify, folded into one transaction: an op that must wait is
+written to the raw-op buffer by the commit of the session that parked it
+(with the key it waits for); an op sequenced or rejected within its own
+request never gets a buffer row. Nothing is answered before that commit, so
+a crash before it loses nothing a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
@@ -38,8 +44,9 @@ from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
+from .parallel import PrecheckPool
 from .policy import Held, Refused, WriteGate
-from .precheck import precheck_submitted
+from .precheck import precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
 
@@ -97,8 +104,10 @@ class Ingestor:
         max_pending: int,
         max_rejection_notes: int,
         gate: WriteGate | None = None,
+        verify_threads: int | None = None,
     ) -> None:
         self._store = store
+        self._pool = PrecheckPool(verify_threads)
         self._clock = clock
         self._max_pending = max_pending
         self.rejections = RejectionNotes(store, max_rejection_notes)
@@ -113,15 +122,18 @@ class Ingestor:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def close(self) -> None:
+        """Stop the precheck threads (they are started again on demand)."""
+        self._pool.close()
+
     async def ingest(
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
-            raw = [(s.cid, s.token) for _, s in submitted]
-            known = await self._store.put_raw_ops(raw, received_at_ms=self._clock())
-            submitted = await precheck_submitted(submitted, known, self._store)
+            # No buffer row up front: the session's commit buffers what waits.
+            submitted = await precheck_submitted(submitted, None, self._store, self._pool)
         outcomes, sequenced, events = await self._run(submitted)
         await self._notify(sequenced, source)
         now = self._clock()
@@ -145,18 +157,20 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced, events = await self._run(subs)
+            _, sequenced, events = await self._run(subs, prechecked=False)
             await self._notify(sequenced, None)
             await self.rejections.record(events)
             total += len(sequenced)
 
     async def _run(
-        self, submitted: Sequence[tuple[int | None, Submitted]]
+        self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
     ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
         async with self._lock, self._store.sequencing() as session:
             view = StateView(session)
             view.gate = self.gate
-            run = _Sequencing(view, self._clock(), self._max_pending, self._prepared)
+            run = _Sequencing(
+                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked
+            )
             try:
                 await run.sequence(list(submitted))
             finally:
@@ -205,9 +219,17 @@ class _Sequencing:
     """One session's rounds of verify-and-wake."""
 
     def __init__(
-        self, view: StateView, now_ms: int, max_pending: int, prepared: dict[str, Submitted]
+        self,
+        view: StateView,
+        now_ms: int,
+        max_pending: int,
+        prepared: dict[str, Submitted],
+        pool: PrecheckPool,
+        prechecked: bool,
     ) -> None:
         self.view = view
+        self._pool = pool
+        self._prechecked = prechecked  # the first round's ops (a request's) are
         self._prepared = prepared
         if len(prepared) > max_pending:  # entries resolved by another process
             prepared.clear()
@@ -231,6 +253,8 @@ class _Sequencing:
             round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
+            if not (first and self._prechecked):  # a request's ops were, before the session
+                round_ = await precheck_round(round_, self.view, self._pool)
             if first:
                 self._buffered_waiting = pending or 0
                 self._room -= self._buffered_waiting

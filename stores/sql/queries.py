@@ -30,6 +30,13 @@ class Queries:
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
     )
     known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
+    # a precheck's reads in one statement (array dialect): tagged rows, keys in
+    # history order
+    sequenced_and_keys: str = (
+        "(SELECT CAST('o' AS text), cid, NULL, NULL, CAST(0 AS bigint) FROM ops "
+        "WHERE cid = ANY(CAST(? AS text[]))) UNION ALL (SELECT 'k', did, key_id, multibase, id "
+        "FROM identity_keys WHERE did = ANY(CAST(? AS text[])) ORDER BY id)"
+    )
     # changes feed
     sync_items: str = "SELECT pos, created_at_ms, cid FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
     seq_range: str = f"SELECT {FEED_COLS} FROM ops WHERE pos > ? AND pos <= ? ORDER BY pos LIMIT ?"

@@ -6,6 +6,8 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
+import orjson
+
 from stores.base import (
     BeaconRecord,
     ChainKind,
@@ -28,7 +30,24 @@ Row = Sequence[Any]
 
 
 def dump_state(state: dict[str, Any] | None) -> str | None:
-    return None if state is None else json.dumps(state, separators=(",", ":"))
+    if state is None:
+        return None
+    try:  # orjson: several times faster; json for what it cannot hold (huge ints)
+        return orjson.dumps(state).decode()
+    except TypeError:
+        return json.dumps(state, separators=(",", ":"))
+
+
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def load_state(text: str) -> Any:
+    """``json.loads``, by orjson unless a run of 19 digits may be an integer
+    beyond 64 bits (orjson makes those floats)."""
+    raw = text.encode()
+    if b"0" * 19 in raw.translate(_DIGITS_AS_ZERO):
+        return json.loads(text)
+    return orjson.loads(raw)
 
 
 def op_row(pos: int, op: OperationRecord) -> tuple[Any, ...]:
@@ -47,7 +66,7 @@ def op_row(pos: int, op: OperationRecord) -> tuple[Any, ...]:
 
 def op_record(row: Row) -> OperationRecord:
     """From the ``OP_COLS`` columns (the last one is ``pos``, the seq)."""
-    state = None if row[7] is None else json.loads(row[7])
+    state = None if row[7] is None else load_state(row[7])
     kind = cast(OperationKind, row[2])
     return OperationRecord(
         row[0], row[1], kind, row[3], row[4], row[5], int(row[6]), state, int(row[8])
@@ -61,7 +80,7 @@ def chain_row(c: ChainRecord) -> tuple[Any, ...]:
 
 def chain_record(row: Row) -> ChainRecord:
     kind = cast(ChainKind, row[1])
-    return ChainRecord(row[0], kind, row[2], row[3], int(row[4]), json.loads(row[5]))
+    return ChainRecord(row[0], kind, row[2], row[3], int(row[4]), load_state(row[5]))
 
 
 def beacon_record(row: Row) -> BeaconRecord:
@@ -87,7 +106,7 @@ def feed_entry(row: Row) -> FeedEntry:
         row[5],
         int(row[6]),
         row[7],
-        None if state is None else json.loads(state),
+        None if state is None else load_state(state),
     )
 
 

@@ -14,6 +14,7 @@ Sequencing sessions and the lifecycle are the backend's (see
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 
@@ -172,6 +173,29 @@ class SqlStore(SqlModeration):
         for r in await self._fetch_in(self._q.get_keys, dids):
             out.setdefault(r[0], []).append(R.key_record(r))
         return out
+
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        if self._d.arrays:  # one round trip
+            rows = await self._fetch_two(self._q.sequenced_and_keys, cids, dids)
+            sequenced = {str(r[1]) for r in rows if r[0] == "o"}
+            keys: dict[str, list[IdentityKeyRecord]] = {}
+            for r in rows:
+                if r[0] == "k":
+                    keys.setdefault(r[1], []).append(R.key_record(r[1:4]))
+            return sequenced, keys
+        # embedded: two reader connections, side by side
+        found, keys = await asyncio.gather(
+            self._fetch_in(self._q.known_cids, cids), self.get_identity_keys(dids)
+        )
+        return {str(r[0]) for r in found}, keys
+
+    async def _fetch_two(
+        self, sql: str, first: Collection[str], second: Collection[str]
+    ) -> list[R.Row]:
+        async with self._reading() as conn:
+            return await conn.fetch(sql, (self._d.lst(first), self._d.lst(second)))
 
     async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
         if not values:

@@ -23,6 +23,7 @@ BAD_VALUES = {
     "--sync-interval": "-1",
     "--max-body-bytes": "lots",
     "--max-blob-bytes": "-5",
+    "--verify-threads": "0",
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
     "--metrics-port": "99999",
@@ -140,6 +141,9 @@ def test_flags_win_over_environment_and_defaults_apply() -> None:
     assert s.rate_limit == RateLimit(rate=1.0, capacity=60.0)
     assert [str(n) for n in s.trusted_proxies] == ["10.0.0.0/8", "::1/128"]
     assert parse_settings({}) == ServeSettings()
+    threads = parse_settings({"DFOS_RELAY_VERIFY_THREADS": "3"})
+    assert threads.relay_config().verify_threads == 3
+    assert ServeSettings().relay_config().verify_threads is None  # one per core
 
 
 def test_peer_syntax() -> None:
