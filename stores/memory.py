@@ -2,20 +2,25 @@
 
 Everything lives in dicts; nothing survives the process. Sessions are
 serialized by one asyncio lock, and ``commit`` applies a batch with no await
-in between, so it is atomic with respect to every other coroutine.
+in between, so it is atomic with respect to every other coroutine. The log
+is a list indexed by seq - 1; a purged position holds ``None`` (positions
+are never reused). Moderation and the audit snapshot are in
+``stores.memory_admin``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from sortedcontainers import SortedList
 
 from stores.base import (
+    DEPENDENCY_KINDS,
     BeaconRecord,
     ChainRecord,
     CommitBatch,
@@ -25,21 +30,25 @@ from stores.base import (
     LogPage,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
+    PendingSummary,
     Rejection,
+    RejectionNote,
     RelayIdentityRecord,
     StateQuery,
     StateRows,
     UnknownCursorError,
 )
 from stores.epoch import new_epoch
+from stores.memory_admin import MemoryAdmin, live_after
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
 
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
 
 
-class MemoryStore:
+class MemoryStore(MemoryAdmin):
     """A ``RelayStore`` held in process memory."""
 
     def __init__(self) -> None:
@@ -49,11 +58,12 @@ class MemoryStore:
         self._keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]] = defaultdict(dict)
         self._beacons: dict[str, BeaconRecord] = {}
         self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
-        self._log: list[LogEntry] = []
+        self._log: list[LogEntry | None] = []
         self._log_pos: dict[str, int] = {}
         self._chain_log: dict[str, list[int]] = defaultdict(list)
         self._rejections: dict[str, Rejection] = {}
         self._raw: dict[str, str] = {}
+        self._received: dict[str, int] = {}
         self._pending: dict[str, PendingOp] = {}
         self._waiters: dict[str, set[str]] = defaultdict(set)
         self._blobs: dict[tuple[str, str], bytes] = {}
@@ -63,6 +73,8 @@ class MemoryStore:
         self._roots: SortedList = SortedList()
         self._standalone_log: dict[str, list[int]] = defaultdict(list)
         self._epoch: str | None = None
+        self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
+        MemoryAdmin.__init__(self)
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -94,19 +106,19 @@ class MemoryStore:
             if pos is None:
                 raise UnknownCursorError(after)
             start = pos + 1
-        entries = self._log[start : start + limit]
-        return page_after(entries, limit, has_more=start + limit < len(self._log))
+        entries, has_more = live_after(self._log, start, limit)
+        return page_after(entries, limit, has_more=has_more)
 
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
         positions = self._chain_log.get(chain_id, [])
         start = 0
         if after is not None:
             pos = self._log_pos.get(after)
-            if pos is None or self._log[pos].chain_id != chain_id:
+            if pos is None or self._ops[after].chain_id != chain_id:
                 raise UnknownCursorError(after)
             start = bisect.bisect_right(positions, pos)
         window = positions[start : start + limit]
-        entries = [self._log[p] for p in window]
+        entries = [e for p in window if (e := self._log[p]) is not None]
         return page_after(entries, limit, has_more=start + limit < len(positions))
 
     async def log_length(self) -> int:
@@ -189,20 +201,24 @@ class MemoryStore:
             self._countersigs[cs.target_cid].setdefault(cs.witness_did, cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
-        for cid in batch.resolved_cids:
+        for cid in batch.resolved_cids - batch.waiting.keys():
             self._raw.pop(cid, None)
+            self._received.pop(cid, None)
             self._drop_pending(cid)
         for cid, pending in batch.waiting.items():
-            self._drop_pending(cid)
+            old = self._drop_pending(cid)
+            if old is not None and old.since_ms is not None:  # keeps waiting since then
+                pending = replace(pending, since_ms=old.since_ms)
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
         return len(self._log)
 
-    def _drop_pending(self, cid: str) -> None:
+    def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)
         if old is not None and (waiters := self._waiters.get(old.waits_for)) is not None:
             waiters.discard(cid)
+        return old
 
     # changes feed ------------------------------------------------------------
     def _feed_entry(self, cid: str) -> FeedEntry:
@@ -212,8 +228,17 @@ class MemoryStore:
             op.created_at_ms, op.parent_cid, op.state,
         )  # fmt: skip
 
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        window, _ = live_after(self._log, max(after_seq, 0), limit)  # purged ops: skipped
+        return [(e.seq, self._ops[e.cid].created_at_ms, e.cid) for e in window]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {c: self._ops[c] for c in cids if c in self._ops}
+
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
-        window = self._log[max(after_seq, 0) : max(min(until_seq, after_seq + limit), 0)]
+        # positions of purged ops hold None: skip them, still up to ``limit`` entries
+        window, _ = live_after(self._log, max(after_seq, 0), limit, end=max(until_seq, 0))
         return [self._feed_entry(e.cid) for e in window]
 
     async def read_roots(
@@ -235,7 +260,9 @@ class MemoryStore:
         positions = sorted(
             self._chain_log.get(chain_id, []) + self._standalone_log.get(chain_id, [])
         )
-        entries = (self._feed_entry(self._log[p].cid) for p in positions if p < until_seq)
+        entries = (
+            self._feed_entry(e.cid) for p in positions if p < until_seq and (e := self._log[p])
+        )
         return [e for e in entries if e.kind in kinds]
 
     async def get_feed_epoch(self) -> str:
@@ -253,13 +280,16 @@ class MemoryStore:
         return self._epoch
 
     # raw buffer ------------------------------------------------------------
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
+    async def put_raw_ops(
+        self, ops: Sequence[tuple[str, str]], received_at_ms: int = 0
+    ) -> set[str]:
         sequenced = set()
         for cid, token in ops:
             if cid in self._ops:
                 sequenced.add(cid)
-            else:
-                self._raw.setdefault(cid, token)
+            elif cid not in self._raw:
+                self._raw[cid] = token
+                self._received[cid] = received_at_ms
         return sequenced
 
     async def get_unsequenced(self, limit: int, after_cid: str | None = None) -> list[PendingOp]:
@@ -268,12 +298,47 @@ class MemoryStore:
             cids = [c for c in cids if c > after_cid]
         out = []
         for cid in cids[:limit]:
-            pending = self._pending.get(cid)
-            out.append(pending or PendingOp(cid, self._raw[cid], ""))
+            pending = self._pending.get(cid) or PendingOp(cid, self._raw[cid], "")
+            out.append(replace(pending, received_at_ms=self._received.get(cid, 0)))
         return out
 
     async def count_unsequenced(self) -> int:
         return len(self._raw)
+
+    # op status -------------------------------------------------------------
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
+        found = (self._ops[c] for c in cids if c in self._ops)
+        return {op.cid: OpLocation(op.cid, op.kind, op.chain_id, op.seq) for op in found}
+
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        found = (c for c in cids if c in self._raw)
+        return {c: self._pending.get(c) or PendingOp(c, self._raw[c], "") for c in found}
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
+        return {c: self._notes[c] for c in cids if c in self._notes}
+
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        for note in notes:
+            self._notes.pop(note.cid, None)
+            self._notes[note.cid] = note  # now the most recent
+        while len(self._notes) > max(keep, 0):
+            self._notes.popitem(last=False)
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary:
+        waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
+        older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
+        oldest: PendingOp | None = None
+        for op in self._pending.values():
+            kind = "op" if op.waits_for.startswith("op:") else "did"
+            waiting[kind] += 1
+            if op.since_ms is None:
+                continue
+            for i, cutoff in enumerate(cutoffs_ms):
+                older[kind][i] += op.since_ms <= cutoff
+            if oldest is None or (op.since_ms, op.cid) < (oldest.since_ms or 0, oldest.cid):
+                oldest = op
+        unverified = len(self._raw) - len(self._pending)
+        return PendingSummary(waiting, older, unverified, oldest)
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:
@@ -288,6 +353,9 @@ class MemoryStore:
 
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None:
         self._cursors[peer_url] = cursor
+
+    async def list_peer_cursors(self) -> dict[str, str]:
+        return dict(sorted(self._cursors.items()))
 
     # relay identity --------------------------------------------------------
     async def get_relay_identity(self) -> RelayIdentityRecord | None:

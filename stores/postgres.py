@@ -17,6 +17,10 @@ positions after the previous session committed and released the lock, hence
 no transaction ever commits a position lower than one already visible: a
 reader paging ``GET /log`` by position never skips an entry.
 
+An audit (``verify-store``) reads in one READ ONLY REPEATABLE READ
+transaction on its own pool connection: one snapshot for every table, no
+locks beyond ACCESS SHARE, so it never blocks ingestion.
+
 Every batch is one transaction. The schema is created or migrated on
 ``open()`` under a second advisory lock (concurrent starts are safe); a
 newer schema version or an unreachable server is a ``StoreError`` naming it.
@@ -34,6 +38,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import asyncpg
 
 from stores.base import StoreError
+from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
 from stores.sql.dialect import POSTGRES
 from stores.sql.rows import Row
@@ -212,3 +217,14 @@ class PostgresStore(SqlStore):
                 yield session
             finally:
                 await session.close()
+
+    @asynccontextmanager
+    async def audit_snapshot(self) -> AsyncIterator[SqlAuditSnapshot]:
+        async with self._live_pool().acquire() as raw:
+            conn = _PgConn(raw)
+            await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield SqlAuditSnapshot(conn, self._d)
+            finally:
+                with contextlib.suppress(Exception):
+                    await conn.execute("ROLLBACK")

@@ -8,7 +8,9 @@ process crash; an OS crash may lose the last commits but never corrupts).
   serializes against other processes on the same file), and so do the small
   writes (raw buffer, blobs, cursors, identity), each in its own transaction;
 - a few *reader* connections for the proof reader, which in WAL mode see the
-  last committed state and never block the writer.
+  last committed state and never block the writer;
+- for ``verify-store``, a connection of its own holding one read transaction
+  (a WAL snapshot): it sees one commit throughout and blocks no writer.
 
 Every ingestion batch is one transaction: a failing statement rolls the
 whole batch back. Schema creation/migration runs on ``open()``; every startup
@@ -30,6 +32,7 @@ from typing import Any
 import aiosqlite
 
 from stores.base import StoreError
+from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
 from stores.sql.dialect import SQLITE
 from stores.sql.rows import Row
@@ -266,3 +269,15 @@ class SqliteStore(SqlStore):
                 await session.close()
         if session.new_head is not None and self._checkpointer is not None:
             self._checkpointer.committed()
+
+    @asynccontextmanager
+    async def audit_snapshot(self) -> AsyncIterator[SqlAuditSnapshot]:
+        self._live_writer()  # the store is open (and migrated)
+        conn = await self._connect()
+        try:
+            await conn.execute("PRAGMA query_only = ON")
+            await conn.execute("BEGIN")  # deferred: the snapshot starts at the first read
+            yield SqlAuditSnapshot(conn, self._d)
+        finally:
+            await conn._hop(_rollback, conn.db._conn)
+            await conn.db.close()

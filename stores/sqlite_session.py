@@ -84,12 +84,18 @@ def commit_direct(
     return head
 
 
-def _fetch(
-    db: sqlite3.Connection, sql: str, params: Sequence[Any], begin: bool
-) -> list[Row]:
+def _fetch(db: sqlite3.Connection, sql: str, params: Sequence[Any], begin: bool) -> list[Row]:
     if begin:
         db.execute("BEGIN IMMEDIATE")
     return db.execute(sql, params).fetchall()
+
+
+def _executemany(
+    db: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]], begin: bool
+) -> None:
+    if begin:
+        db.execute("BEGIN IMMEDIATE")
+    db.executemany(sql, rows)
 
 
 class Hopper(Protocol):
@@ -99,7 +105,7 @@ class Hopper(Protocol):
 
 
 class _SessionConn:
-    """The session's ``Conn``: single reads, the transaction begun by the first."""
+    """The session's ``Conn``: statements in the transaction begun by the first."""
 
     def __init__(self, conn: Hopper, session: SqliteSession) -> None:
         self._conn = conn
@@ -113,7 +119,9 @@ class _SessionConn:
         await self.fetch(sql, params)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError("a SQLite session writes in commit_direct")
+        # the sequencing commit writes in one hop (commit_direct); this serves
+        # the rarer writes of a session, such as an admin's moderation batch
+        await self._conn.hop(_executemany, sql, rows, self._session.begin())
 
 
 class SqliteSession(SqlSession):

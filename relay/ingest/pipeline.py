@@ -9,9 +9,12 @@
    rules, not on cryptography.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
-   verifies. Ops that miss a dependency wait *indexed by that dependency*;
-   each accepted op wakes only its own dependants (from this request and
-   from the persistent buffer), which form the next round. No rescans.
+   verifies and passes the write gate (``policy.py``). Ops that miss a
+   dependency wait *indexed by that dependency*; each accepted op wakes
+   only its own dependants (from this request and from the persistent
+   buffer), which form the next round. No rescans. Ops held for the write
+   policy's decision are decided together after the round (bounded) and
+   attempted again in the next.
 4. Commit the session atomically, then tell listeners (gossip) what is new.
 
 Store-then-verify, folded into one transaction: an op that must wait is
@@ -34,13 +37,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
 from relay.rules.classify import classify, dependency_rank
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
-from stores.base import PendingOp, Rejection, RelayStore
+from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
 from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
+from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .parallel import PrecheckPool
+from .policy import Held, Refused, WriteGate
 from .precheck import precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -93,12 +98,20 @@ class Ingestor:
     """Serializes all chain-state changes of one relay process."""
 
     def __init__(
-        self, store: RelayStore, clock: Clock, max_pending: int, verify_threads: int | None = None
+        self,
+        store: RelayStore,
+        clock: Clock,
+        max_pending: int,
+        max_rejection_notes: int,
+        gate: WriteGate | None = None,
+        verify_threads: int | None = None,
     ) -> None:
         self._store = store
         self._pool = PrecheckPool(verify_threads)
         self._clock = clock
         self._max_pending = max_pending
+        self.rejections = RejectionNotes(store, max_rejection_notes)
+        self.gate = gate
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
         # Decoded form of the ops this process buffered, so a wake-up does not
@@ -121,8 +134,14 @@ class Ingestor:
         if submitted:
             # No buffer row up front: the session's commit buffers what waits.
             submitted = await precheck_submitted(submitted, None, self._store, self._pool)
-        outcomes, sequenced = await self._run(submitted)
+        outcomes, sequenced, events = await self._run(submitted)
         await self._notify(sequenced, source)
+        now = self._clock()
+        early = [
+            _early_event(p, t, now) for t, p in zip(tokens, prepared, strict=True)
+            if isinstance(p, IngestionResult)
+        ]  # fmt: skip
+        await self.rejections.record(early + events)
         return [
             p if isinstance(p, IngestionResult) else _result(p, outcomes[i])
             for i, p in enumerate(prepared)
@@ -138,26 +157,28 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced = await self._run(subs, prechecked=False)
+            _, sequenced, events = await self._run(subs, prechecked=False)
             await self._notify(sequenced, None)
+            await self.rejections.record(events)
             total += len(sequenced)
 
     async def _run(
         self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
-    ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
+    ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
         async with self._lock, self._store.sequencing() as session:
+            view = StateView(session)
+            view.gate = self.gate
             run = _Sequencing(
-                StateView(session),
-                self._clock(),
-                self._max_pending,
-                self._prepared,
-                self._pool,
-                prechecked,
+                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked
             )
-            await run.sequence(list(submitted))
+            try:
+                await run.sequence(list(submitted))
+            finally:
+                if self.gate is not None:
+                    self.gate.forget()
             batch = run.view.batch
             if batch.is_empty():
-                return run.outcomes, []
+                return run.outcomes, [], run.events
             head = await session.commit(batch)
             first = head - len(batch.operations) + 1
             sequenced = [
@@ -166,7 +187,7 @@ class Ingestor:
                 )
                 for seq, op in enumerate(batch.operations, start=first)
             ]
-            return run.outcomes, sequenced
+            return run.outcomes, sequenced, run.events
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
@@ -175,6 +196,13 @@ class Ingestor:
             maybe = listener(sequenced, source)
             if maybe is not None:
                 await maybe
+
+
+def _early_event(result: IngestionResult, token: object, now_ms: int) -> RejectionEvent:
+    """A token refused before sequencing (it did not decode or classify)."""
+    reason = result.reason or RejectReason.MALFORMED
+    digest = token_hash(token) if isinstance(token, str) else ""
+    return rejection_event(result.cid, reason, result.error or "", now_ms, digest, remember=True)
 
 
 def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
@@ -207,6 +235,7 @@ class _Sequencing:
             prepared.clear()
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
+        self.events: list[RejectionEvent] = []  # every rejection decided here
         # Ops parked in this session, one entry per CID (the freshest reason it
         # waits, and the request index it answers if any), indexed by key.
         self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
@@ -215,6 +244,8 @@ class _Sequencing:
         # Ops waiting in the store's buffer when the session began; the
         # session holds the sequencing lock, so if none were, none appear.
         self._buffered_waiting = 0
+        # Ops verified this round whose write-policy decision is pending.
+        self._held: list[tuple[int | None, Submitted, OperationRecord]] = []
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -232,6 +263,20 @@ class _Sequencing:
             for index, sub in round_:
                 woken.extend(self._attempt(index, sub))
             round_ = await self._wake(woken)
+            if self._held:
+                round_ = await self._decide_held(round_)
+
+    async def _decide_held(
+        self, round_: list[tuple[int | None, Submitted]]
+    ) -> list[tuple[int | None, Submitted]]:
+        """Ask the write policy about the held ops (bounded), then retry them."""
+        held, self._held = self._held, []
+        gate = self.view.gate
+        assert gate is not None
+        await gate.decide([(op, sub.payload) for _, sub, op in held])
+        cids = {sub.cid for _, sub, _ in held}
+        retried = [(index, sub) for index, sub, _ in held]
+        return retried + [item for item in round_ if item[1].cid not in cids]
 
     def _attempt(self, index: int | None, sub: Submitted) -> tuple[str, ...]:
         batch = self.view.batch
@@ -239,8 +284,16 @@ class _Sequencing:
         if recorded is not None:
             outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
             batch.resolved_cids.add(sub.cid)
+            self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
         else:
-            outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
+            try:
+                outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
+            except Held as held:  # verified; the policy decides after this round
+                self._unpark(sub.cid)
+                self._held.append((index, sub, held.op))
+                return ()
+            except Refused as refused:
+                outcome = refused.rejected
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)
@@ -268,16 +321,28 @@ class _Sequencing:
                 if index is not None:
                     self.outcomes[index] = full
                 batch.resolved_cids.add(sub.cid)
+                self._event(sub, full.reason, full.message)
                 return
             batch.resolved_cids.discard(sub.cid)
-            batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
+            # since: now, unless the store already holds an earlier since for it
+            pending = PendingOp(sub.cid, sub.token, rejected.waits_for, self.now_ms)
+            batch.waiting[sub.cid] = pending
             self._prepared[sub.cid] = sub
             self._park(index, sub, rejected.waits_for)
             return
         batch.waiting.pop(sub.cid, None)
         batch.resolved_cids.add(sub.cid)
+        self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+
+    def _event(
+        self, sub: Submitted, reason: RejectReason, detail: str, *, remember: bool = True
+    ) -> None:
+        event = rejection_event(
+            sub.cid, reason, detail, self.now_ms, sub.token_hash, remember=remember
+        )
+        self.events.append(event)
 
     def _unpark(self, cid: str) -> None:
         parked = self._parked.pop(cid, None)

@@ -5,7 +5,9 @@ round of ingestion first *prefetches* in one ``read_state`` everything the
 round's ops can touch (their CIDs, parents, targets, chains, keys, beacons),
 then verifies op by op against this view. Accepted ops are staged into the
 view (so later ops of the batch see them) and into one ``CommitBatch``
-written atomically at the end of the session.
+written atomically at the end of the session. Staging an op asks the write
+gate first (``policy.py``), which may refuse or hold it before anything of
+it is staged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from stores.base import (
     StateQuery,
     creator_of,
 )
+
+from .policy import WriteGate
 
 _K = TypeVar("_K", bound=Hashable)
 
@@ -51,6 +55,7 @@ class StateView:
         self._beacons: dict[str, BeaconRecord | None] = {}
         self._pairs: dict[tuple[str, str], bool] = {}
         self._rejections: dict[str, Rejection | None] = {}
+        self.gate: WriteGate | None = None
 
     # prefetch ---------------------------------------------------------------
     async def prefetch(self, needs: Needs, count_pending: bool = False) -> int | None:
@@ -128,6 +133,10 @@ class StateView:
 
     # staging -----------------------------------------------------------------
     def stage_operation(self, op: OperationRecord) -> None:
+        """Every handler stages its op first: the gate may raise here, and
+        then nothing of the op has been staged."""
+        if self.gate is not None:
+            self.gate.screen(op)
         self._ops[op.cid] = op
         self.batch.operations.append(op)
         self.batch.resolved_cids.add(op.cid)

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from relay.rules.outcomes import SequencedOp
 
 from .host import PeeringHost
+
+
+@dataclass(frozen=True, slots=True)
+class PeerState:
+    """One configured peer as operators see it (``GET /admin/peers``)."""
+
+    url: str
+    behaviours: tuple[str, ...]  # gossip, read-through, sync, live, reconcile
+    failures: int  # consecutive, since the last success
+    retry_in_s: float  # backed off for this long (0: ready)
+    gossip_backlog: int  # ops queued for gossip to it
+    gossip_dropped: int  # ops dropped from its full queue (sync repairs them)
 
 
 class PeeringService(Protocol):
@@ -16,3 +29,8 @@ class PeeringService(Protocol):
     async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None: ...
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool: ...
     async def sync_once(self) -> int: ...
+    async def sync_peer(self, url: str) -> int:
+        """Sync in from one configured peer until caught up; ops newly sequenced."""
+        ...
+
+    def peer_states(self) -> list[PeerState]: ...

@@ -33,6 +33,10 @@ class RejectReason(enum.Enum):
     MISSING_IDENTITY = "missing-identity"
     MISSING_KEY = "missing-key"
     MISSING_TARGET = "missing-target"
+    # operator decisions (relay.ingest.policy): transient, the same op may pass later
+    BANNED = "banned"
+    POLICY_DENIED = "policy-denied"
+    POLICY_ERROR = "policy-error"
 
     @property
     def is_dependency(self) -> bool:
@@ -54,7 +58,17 @@ _DEPENDENCY_REASONS = frozenset(
         RejectReason.MISSING_TARGET,
     }
 )
-_TRANSIENT_REASONS = frozenset({RejectReason.FUTURE_TIMESTAMP, RejectReason.BUFFER_FULL})
+_TRANSIENT_REASONS = frozenset(
+    {
+        RejectReason.FUTURE_TIMESTAMP,
+        RejectReason.BUFFER_FULL,
+        # a ban is lifted and a policy changes; and a peer serving such an op
+        # is not lying (sync-in backs off only peers whose ops do not verify)
+        RejectReason.BANNED,
+        RejectReason.POLICY_DENIED,
+        RejectReason.POLICY_ERROR,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

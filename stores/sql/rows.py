@@ -18,8 +18,10 @@ from stores.base import (
     LogEntry,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
     Rejection,
+    RejectionNote,
     RelayIdentityRecord,
     StateRows,
 )
@@ -113,7 +115,26 @@ def log_entry(row: Row) -> LogEntry:
 
 
 def pending_op(row: Row) -> PendingOp:
-    return PendingOp(row[0], row[1], row[2])
+    """From (cid, token, waits_for[, since_ms[, received_at_ms]])."""
+    since = row[3] if len(row) > 3 else None
+    received = int(row[4]) if len(row) > 4 and row[4] is not None else 0
+    return PendingOp(row[0], row[1], row[2] or "", None if since is None else int(since), received)
+
+
+def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None]:
+    return (p.cid, p.jws_token, p.waits_for, p.since_ms)
+
+
+def location(row: Row) -> OpLocation:
+    return OpLocation(row[0], cast(OperationKind, row[1]), row[2], int(row[3]))
+
+
+def note_record(row: Row) -> RejectionNote:
+    return RejectionNote(row[0], row[1], row[2], int(row[3]), row[4])
+
+
+def note_row(n: RejectionNote) -> tuple[str, str, str, int, str]:
+    return (n.cid, n.reason, n.detail, n.at_ms, n.token_hash)
 
 
 def identity_record(row: Row) -> RelayIdentityRecord:
@@ -134,7 +155,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
             (c.target_cid, c.witness_did), (c.target_cid, c.witness_did, c.cid, c.jws_token)
         )
     rejections = {r.token_hash: (r.token_hash, r.cid, r.reason) for r in batch.rejections}
-    waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+    waiting = [waiting_row(p) for p in batch.waiting.values()]
     # As with separate statements (delete, then upsert), a CID in both sets
     # ends up waiting; one statement must not touch a row twice.
     resolved = sorted(batch.resolved_cids - batch.waiting.keys())
@@ -149,7 +170,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
     ):
         out.extend(_columns(rows, width))
     out.append(resolved)
-    out.extend(_columns(waiting, 3))
+    out.extend(_columns(waiting, 4))
     return out
 
 

@@ -16,6 +16,13 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``blobs``          by (creator DID, documentCID)
 - ``peer_cursors``, ``relay_identity`` (single row)
 - ``feed_meta``      the changes feed's epoch (single row, v2)
+- ``raw_ops.since_ms`` when a buffered op first started waiting (v3)
+- ``rejection_notes`` the most recent rejection per CID, to explain it; ``n``
+                     orders notes by recency (a re-noted CID gets a new ``n``),
+                     so the oldest are pruned by one range delete (v3)
+- ``bans``           DIDs whose new ops are refused (v4)
+- ``purged_ops``     the record of every op a purge removed, with its position (v4)
+- ``raw_ops.received_at_ms`` when a buffered op first arrived (v4)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -105,8 +112,45 @@ _V2 = [
         WHERE kind IN ('beacon', 'artifact', 'countersign')""",
 ]
 
+# Explained op status: how long buffered ops have waited, and recent
+# rejections by CID (the rejections table is keyed by token hash and keeps
+# only permanent ones).
+_V3 = [
+    "ALTER TABLE raw_ops ADD COLUMN since_ms {BIGINT}",
+    "CREATE INDEX raw_ops_since ON raw_ops (since_ms) WHERE waits_for IS NOT NULL",
+    """CREATE TABLE rejection_notes (
+        n {SERIAL_PK},
+        cid TEXT NOT NULL UNIQUE,
+        reason TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        token_hash TEXT NOT NULL,
+        at_ms {BIGINT} NOT NULL)""",
+]
+
+# Administration: bans, the record of purges, ops by signer (a purge finds
+# them), and when each buffered op arrived (dropping waiting ops by age).
+_V4 = [
+    """CREATE TABLE bans (
+        did TEXT PRIMARY KEY,
+        reason TEXT NOT NULL,
+        banned_at_ms {BIGINT} NOT NULL,
+        banned_by TEXT NOT NULL)""",
+    """CREATE TABLE purged_ops (
+        id {SERIAL_PK},
+        pos {BIGINT} NOT NULL,
+        cid TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        chain_id TEXT NOT NULL,
+        author_did TEXT NOT NULL,
+        purged_did TEXT NOT NULL,
+        purged_at_ms {BIGINT} NOT NULL)""",
+    "CREATE INDEX purged_ops_did ON purged_ops (purged_did)",
+    "CREATE INDEX ops_author ON ops (author_did, pos)",
+    "ALTER TABLE raw_ops ADD COLUMN received_at_ms {BIGINT} NOT NULL DEFAULT 0",
+]
+
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 LATEST_VERSION = max(MIGRATIONS)
 
 

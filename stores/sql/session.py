@@ -30,9 +30,11 @@ from stores.base import (
     StateRows,
     StoreError,
 )
+from stores.moderation import ModerationBatch
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
+from stores.sql.moderation import write_moderation
 from stores.sql.queries import Queries
 from stores.state_reads import read_state_stepwise
 
@@ -126,6 +128,19 @@ class SqlSession:
             raise
         return head
 
+    async def apply_moderation(self, batch: ModerationBatch) -> int:
+        """Apply a moderation batch in this locked transaction and end it."""
+        if self.done:
+            raise StoreError("sequencing session already committed")
+        self.done = True
+        try:
+            dropped = await write_moderation(self._conn, self._q, self._d, batch)
+            await self._end(True)
+        except BaseException:
+            await self._end(False)
+            raise
+        return dropped
+
 
 async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) -> int:
     """Write every row of ``batch`` (the caller owns the transaction); returns
@@ -150,9 +165,11 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
     if batch.rejections:
         rejs = [(r.token_hash, r.cid, r.reason) for r in batch.rejections]
         await conn.executemany(q.upsert_rejection, rejs)
-    if batch.resolved_cids:
-        await conn.execute(q.delete_raw, (d.lst(batch.resolved_cids),))
+    # A CID both resolved and waiting ends up waiting (and keeps its since_ms).
+    resolved = batch.resolved_cids - batch.waiting.keys()
+    if resolved:
+        await conn.execute(q.delete_raw, (d.lst(resolved),))
     if batch.waiting:
-        waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+        waiting = [R.waiting_row(p) for p in batch.waiting.values()]
         await conn.executemany(q.upsert_waiting, waiting)
     return base + len(batch.operations)

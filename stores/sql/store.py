@@ -1,7 +1,8 @@
 """The backend-independent half of the durable stores.
 
-``SqlStore`` implements the proof reader, raw buffer, blobs, peer cursors and
-relay identity once, over two hooks a backend provides:
+``SqlStore`` implements the proof reader, raw buffer, blobs, peer cursors,
+relay identity and moderation (``stores.sql.moderation``) once, over two
+hooks a backend provides:
 
 - ``_reading()``  a connection for reads (a reader connection / pool conn)
 - ``_writing()``  a connection inside a short write transaction, serialized
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from stores.base import (
+    DEPENDENCY_KINDS,
     BeaconRecord,
     ChainRecord,
     FeedEntry,
@@ -25,7 +27,10 @@ from stores.base import (
     LogPage,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
+    PendingSummary,
+    RejectionNote,
     RelayIdentityRecord,
     UnknownCursorError,
 )
@@ -34,10 +39,11 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
-from stores.sql.queries import Queries, render_queries
+from stores.sql.moderation import SqlModeration
+from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
 
-class SqlStore:
+class SqlStore(SqlModeration):
     def __init__(self, dialect: Dialect) -> None:
         self._d = dialect
         self._q: Queries = render_queries(dialect)
@@ -101,6 +107,19 @@ class SqlStore:
     async def log_length(self) -> int:
         row = await self._one(self._q.max_pos, ())
         return 0 if row is None else int(row[0])
+
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.sync_items, (after_seq, limit))
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        if not cids:
+            return {}
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.get_ops, (self._d.lst(cids),))
+        return {r[0]: R.op_record(r) for r in rows}
 
     # changes feed ------------------------------------------------------------
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
@@ -185,16 +204,19 @@ class SqlStore:
             return await conn.fetch(sql, (self._d.lst(values),))
 
     # raw buffer ------------------------------------------------------------
-    async def put_raw_ops(self, ops: Sequence[tuple[str, str]]) -> set[str]:
+    async def put_raw_ops(
+        self, ops: Sequence[tuple[str, str]], received_at_ms: int = 0
+    ) -> set[str]:
         if not ops:
             return set()
         if self._d.arrays:
             cids, tokens = zip(*ops, strict=True)
+            params = (list(cids), list(tokens), received_at_ms)
             async with self._writing_one() as conn:
-                rows = await conn.fetch(self._q.put_raw_arrays, (list(cids), list(tokens)))
+                rows = await conn.fetch(self._q.put_raw_arrays, params)
             return {str(r[0]) for r in rows}
         async with self._writing() as conn:
-            await conn.executemany(self._q.put_raw, [(c, t, c) for c, t in ops])
+            await conn.executemany(self._q.put_raw, [(c, t, received_at_ms, c) for c, t in ops])
             rows = await conn.fetch(self._q.known_cids, (self._d.lst({c for c, _ in ops}),))
         return {str(r[0]) for r in rows}
 
@@ -206,6 +228,46 @@ class SqlStore:
     async def count_unsequenced(self) -> int:
         row = await self._one(self._q.count_unsequenced, ())
         return 0 if row is None else int(row[0])
+
+    # op status -------------------------------------------------------------
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
+        return {r[0]: R.location(r) for r in await self._fetch_in(self._q.locate_ops, cids)}
+
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        return {r[0]: R.pending_op(r) for r in await self._fetch_in(self._q.find_buffered, cids)}
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
+        return {r[0]: R.note_record(r) for r in await self._fetch_in(self._q.get_notes, cids)}
+
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        if not notes:
+            return
+        latest = {note.cid: R.note_row(note) for note in notes}  # one row per CID
+        async with self._writing() as conn:
+            if self._d.arrays:
+                columns = [list(column) for column in zip(*latest.values(), strict=True)]
+                await conn.execute(self._q.put_notes_arrays, columns)
+            else:
+                await conn.executemany(self._q.put_note, list(latest.values()))
+            await conn.execute(self._q.prune_notes, (max(keep, 0),))
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary:
+        sql = pending_summary_sql(self._d, len(cutoffs_ms))
+        async with self._reading() as conn:
+            rows = await conn.fetch(sql, list(cutoffs_ms))
+            oldest = await conn.fetch(self._q.oldest_waiting, ())
+        waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
+        older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
+        unverified = 0
+        for row in rows:
+            if row[0] == "":
+                unverified = int(row[1])
+                continue
+            waiting[row[0]] = int(row[1])
+            older[row[0]] = [int(n or 0) for n in row[2:]]
+        return PendingSummary(
+            waiting, older, unverified, R.pending_op(oldest[0]) if oldest else None
+        )
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:
@@ -224,6 +286,10 @@ class SqlStore:
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None:
         async with self._writing() as conn:
             await conn.execute(self._q.set_cursor, (peer_url, cursor))
+
+    async def list_peer_cursors(self) -> dict[str, str]:
+        async with self._reading() as conn:
+            return {str(r[0]): str(r[1]) for r in await conn.fetch(self._q.list_cursors, ())}
 
     # relay identity --------------------------------------------------------
     async def get_relay_identity(self) -> RelayIdentityRecord | None:

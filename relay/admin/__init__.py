@@ -1,0 +1,20 @@
+"""Administration by DID (``/admin/`` routes; issue 16).
+
+Role: who may administer (``auth``: a DID auth token of a listed operator,
+verified against that identity's current keys on this relay), what they
+may do (``service``: ban and unban with an optional purge, drop buffered
+ops, peers, sync, log level, the replication ledger), and the record of it
+(``audit``: one structured line per action, refusals included).
+
+Invariants: a ban is stored before any purge starts, so nothing of the
+banned DID lands while it is purged; a purge removes the DID's ops and
+what hangs off them in one atomic moderation batch, records every removed
+op, and starts a new changes-feed epoch. Bans are cached per process
+(``bans.BanList``) and re-read from the store at most ``BAN_REFRESH_S``
+apart, so every worker sharing a store refuses a banned DID within that.
+"""
+
+from .auth import AdminCaller, AdminRefused, authenticate_admin
+from .bans import BAN_REFRESH_S, BanList
+
+__all__ = ["BAN_REFRESH_S", "AdminCaller", "AdminRefused", "BanList", "authenticate_admin"]

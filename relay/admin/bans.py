@@ -1,0 +1,56 @@
+"""The ban list as the write gate reads it: an in-process cache of the
+store's bans.
+
+``lookup`` is synchronous (the gate runs inside verification). The engine
+awaits ``refresh_if_stale`` before each ingest, so a ban written by another
+worker sharing the store is seen within ``BAN_REFRESH_S``; a ban or unban
+made through this process is seen at once (``refresh``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from stores.moderation import BanRecord, ModerationStore
+
+BAN_REFRESH_S = 1.0
+
+
+class BanList:
+    def __init__(
+        self,
+        store: ModerationStore,
+        refresh_s: float = BAN_REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._refresh_s = refresh_s
+        self._clock = clock
+        self._bans: dict[str, BanRecord] = {}
+        self._loaded_at: float | None = None
+        self._lock = asyncio.Lock()
+
+    def lookup(self, did: str) -> str | None:
+        """The ban's reason when ``did`` is banned, else None."""
+        ban = self._bans.get(did)
+        return None if ban is None else ban.reason
+
+    def records(self) -> list[BanRecord]:
+        return [self._bans[did] for did in sorted(self._bans)]
+
+    async def refresh(self) -> None:
+        bans = await self._store.list_bans()
+        self._bans = {ban.did: ban for ban in bans}
+        self._loaded_at = self._clock()
+
+    async def refresh_if_stale(self) -> None:
+        if self._fresh():
+            return
+        async with self._lock:
+            if not self._fresh():  # another caller refreshed while we waited
+                await self.refresh()
+
+    def _fresh(self) -> bool:
+        return self._loaded_at is not None and self._clock() - self._loaded_at < self._refresh_s

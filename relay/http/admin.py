@@ -1,0 +1,241 @@
+"""Administration routes under ``/admin/`` (additive; README "Administration").
+
+Every route needs ``Authorization: Bearer <DID auth token>`` of an operator
+(``relay.admin.auth``): 501 when no operator is configured, 401 for a bad
+token, 403 for a DID that is not an operator. Bodies are JSON objects; a
+malformed one is 400. Answers are camelCase JSON, shaped here; the actions
+and their audit lines are ``relay.admin.service``.
+
+    GET    /admin/bans                    bans, with what each purge removed
+    PUT    /admin/bans/{did}              {reason?, purge?} ban (and purge)
+    DELETE /admin/bans/{did}              lift a ban
+    POST   /admin/waiting/drop            {did?, olderThanSeconds?} drop buffered ops
+    GET    /admin/peers                   configured peers, backoff, cursors
+    POST   /admin/peers/sync              {peer?} sync in now (one peer or all)
+    POST   /admin/peers/reconcile         {peer} set reconciliation (501 until wired)
+    GET    /admin/log-level               levels in force
+    PUT    /admin/log-level               {level, logger?}
+    GET    /admin/ledger                  the replication ledger (peer cursors)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from relay.admin import AdminCaller, AdminRefused, authenticate_admin
+from relay.admin.audit import audit
+from relay.admin.auth import token_signer
+from relay.admin.service import Admin, AdminError, BanListing, BanOutcome, log_levels
+from relay.peering.api import PeerState
+
+from .content import identity_state
+from .context import relay_of
+from .errors import ApiError
+from .params import read_body_capped
+
+AdminHandler = Callable[[Request, Admin], Awaitable[Response]]
+FEED_CURSOR_SUFFIX = "#changes"  # relay.peering.live keeps a feed token under <url>#changes
+
+
+async def _caller(request: Request) -> AdminCaller:
+    relay = relay_of(request)
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AdminRefused(401, "a Bearer DID auth token is required")
+    token = token.strip()
+    identity = await identity_state(relay.store, token_signer(token))
+    return authenticate_admin(
+        token,
+        identity,
+        relay.did,
+        relay.clock() // 1000,
+        relay.config.admin_token_max_lifetime_s,
+        relay.config.admin_dids,
+    )
+
+
+def admin_route(handler: AdminHandler) -> Callable[[Request], Awaitable[Response]]:
+    @functools.wraps(handler)
+    async def guarded(request: Request) -> Response:
+        relay = relay_of(request)
+        if not relay.config.admin_dids:
+            raise ApiError(501, "administration is not enabled on this relay (no --admin-did)")
+        try:
+            caller = await _caller(request)
+        except AdminRefused as exc:
+            audit("authenticate", exc.did, "refused", error=str(exc),
+                  method=request.method, path=request.url.path)  # fmt: skip
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+            raise ApiError(exc.status, str(exc), headers) from exc
+        try:
+            return await handler(request, Admin(relay, caller))
+        except AdminError as exc:
+            raise ApiError(exc.status, str(exc)) from exc
+
+    return guarded
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await read_body_capped(request, relay_of(request).config.max_body_bytes)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    return body
+
+
+def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    """``body[name]`` of type ``kind`` (a number is a non-negative int, not a bool)."""
+    value = body.get(name, default)
+    if value is None:
+        return None
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ApiError(400, f"{name} must be a non-negative integer")
+    elif not isinstance(value, kind):
+        raise ApiError(400, f"{name} must be a {kind.__name__}")
+    return value
+
+
+# -- wire shapes -----------------------------------------------------------------
+
+
+def _ban(outcome: BanOutcome | BanListing) -> dict[str, Any]:
+    ban = outcome.ban
+    out: dict[str, Any] = {
+        "did": ban.did,
+        "reason": ban.reason,
+        "bannedAtMs": ban.banned_at_ms,
+        "bannedBy": ban.banned_by,
+    }
+    if isinstance(outcome, BanListing):
+        out["purged"] = {"operations": sum(outcome.purged.values()), "byKind": outcome.purged}
+        return out
+    report = outcome.purge
+    out["purge"] = None if report is None else {
+        "operations": report.operations,
+        "byKind": report.by_kind,
+        "chainsRemoved": report.chains_removed,
+        "chainsRewound": report.chains_rewound,
+        "bufferedDropped": report.buffered_dropped,
+        "firstSeq": report.first_seq,
+        "lastSeq": report.last_seq,
+    }  # fmt: skip
+    return out
+
+
+def _peer(state: PeerState, cursors: dict[str, str]) -> dict[str, Any]:
+    return {
+        "url": state.url,
+        "behaviours": list(state.behaviours),
+        "failures": state.failures,
+        "retryInSeconds": state.retry_in_s,
+        "gossipBacklog": state.gossip_backlog,
+        "gossipDropped": state.gossip_dropped,
+        "logCursor": cursors.get(state.url),
+        "feedToken": cursors.get(state.url + FEED_CURSOR_SUFFIX),
+    }
+
+
+# -- handlers ----------------------------------------------------------------------
+
+
+@admin_route
+async def list_bans(request: Request, admin: Admin) -> Response:
+    return JSONResponse({"bans": [_ban(item) for item in await admin.bans()]})
+
+
+@admin_route
+async def put_ban(request: Request, admin: Admin) -> Response:
+    body = await _body(request)
+    reason = _field(body, "reason", str, "")
+    purge = _field(body, "purge", bool, False)
+    outcome = await admin.ban(request.path_params["did"], reason, purge)
+    return JSONResponse(_ban(outcome))
+
+
+@admin_route
+async def delete_ban(request: Request, admin: Admin) -> Response:
+    did = request.path_params["did"]
+    await admin.unban(did)
+    return JSONResponse({"did": did, "banned": False})
+
+
+@admin_route
+async def drop_waiting(request: Request, admin: Admin) -> Response:
+    body = await _body(request)
+    did = _field(body, "did", str)
+    older = _field(body, "olderThanSeconds", int)
+    return JSONResponse({"dropped": await admin.drop_waiting(did, older)})
+
+
+@admin_route
+async def list_peers(request: Request, admin: Admin) -> Response:
+    cursors = await admin.host.store.list_peer_cursors()
+    return JSONResponse({"peers": [_peer(state, cursors) for state in admin.peers()]})
+
+
+@admin_route
+async def sync_peers(request: Request, admin: Admin) -> Response:
+    peer = _field(await _body(request), "peer", str)
+    return JSONResponse({"peer": peer, "sequenced": await admin.sync(peer)})
+
+
+@admin_route
+async def reconcile_peer(request: Request, admin: Admin) -> Response:
+    peer = _field(await _body(request), "peer", str)
+    if peer is None:
+        raise ApiError(400, "peer is required")
+    return JSONResponse({"peer": peer, "result": await admin.reconcile(peer)})
+
+
+@admin_route
+async def get_log_level(request: Request, admin: Admin) -> Response:
+    return JSONResponse({"levels": log_levels()})
+
+
+@admin_route
+async def put_log_level(request: Request, admin: Admin) -> Response:
+    body = await _body(request)
+    level = _field(body, "level", str)
+    if level is None:
+        raise ApiError(400, "level is required")
+    logger = _field(body, "logger", str)
+    previous, new = admin.set_log_level(level.lower(), logger)
+    return JSONResponse({"logger": logger or "root", "previous": previous, "level": new})
+
+
+@admin_route
+async def ledger(request: Request, admin: Admin) -> Response:
+    entries = []
+    for key, cursor in (await admin.ledger()).items():
+        feed = key.endswith(FEED_CURSOR_SUFFIX)
+        peer = key[: -len(FEED_CURSOR_SUFFIX)] if feed else key
+        entries.append({"key": key, "peer": peer, "stream": "changes" if feed else "log",
+                        "cursor": cursor})  # fmt: skip
+    return JSONResponse({"peerCursors": entries})
+
+
+ADMIN_ROUTES = [
+    Route("/admin/bans", list_bans, methods=["GET"]),
+    Route("/admin/bans/{did}", put_ban, methods=["PUT"]),
+    Route("/admin/bans/{did}", delete_ban, methods=["DELETE"]),
+    Route("/admin/waiting/drop", drop_waiting, methods=["POST"]),
+    Route("/admin/peers", list_peers, methods=["GET"]),
+    Route("/admin/peers/sync", sync_peers, methods=["POST"]),
+    Route("/admin/peers/reconcile", reconcile_peer, methods=["POST"]),
+    Route("/admin/log-level", get_log_level, methods=["GET"]),
+    Route("/admin/log-level", put_log_level, methods=["PUT"]),
+    Route("/admin/ledger", ledger, methods=["GET"]),
+]

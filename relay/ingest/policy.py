@@ -1,0 +1,253 @@
+"""The write gate: the operator's say on each verified op, before it commits.
+
+Called once per op after verification (the op's chain rules, signature and
+signer all hold), before it is staged for commit, with the op and its signer
+(the DID whose key signed it). In order:
+
+1. exempt signers pass (this relay's own DID and its operators' DIDs);
+2. a banned signer is refused: ``banned``;
+3. the deny lists (DIDs, kinds), then the allow lists when set: ``policy-denied``;
+4. the operator's function (``--write-policy module:function``), if any:
+   it returns ``None``/``True`` to accept, ``False`` or a reason (``str``)
+   to refuse (``policy-denied``, the reason on the client's result line).
+
+The function is bounded. The gate itself is synchronous (it runs inside the
+sequencing session), so for an op whose function decision is not known yet
+it raises ``Held``; the sequencer collects a round's held ops, awaits
+``decide`` once for all of them (each call in a worker thread, or awaited if
+the function is async, all concurrently) and attempts them again. A call
+that raises, returns anything else, or is not done within ``timeout_s``
+refuses its op with ``policy-error``: a round waits at most ``timeout_s``,
+so a slow or hung policy never stalls the sequencer. Every refusal is
+transient (not recorded): the same op may pass once the ban or policy changes.
+
+Not done here: bans are looked up through ``banned`` (a cache kept fresh by
+the engine); a policy that holds the GIL in a busy loop cannot be bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from relay.protocol import ProtocolError, decode_jws, did_from_genesis_cid, split_kid
+from relay.rules.outcomes import Rejected, RejectReason
+from stores.base import OperationRecord
+
+log = logging.getLogger("dfos_relay.policy")
+
+DEFAULT_POLICY_TIMEOUT_S = 1.0
+POLICY_THREADS = 4  # hung calls pile up here; later ones then time out too
+OP_KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedOp:
+    """What a write policy is shown: a verified op about to be committed."""
+
+    cid: str
+    kind: str  # identity-op, content-op, beacon, artifact, countersign
+    chain_id: str  # DID, contentId, or the countersigned CID
+    signer: str
+    created_at_ms: int
+    jws_token: str
+    payload: Mapping[str, Any]
+
+
+# ``policy(op, signer)`` -> None | bool | str, or an awaitable of one
+PolicyFunction = Callable[[VerifiedOp, str], object]
+BanLookup = Callable[[str], str | None]  # the ban's reason, None if not banned
+
+
+@dataclass(frozen=True, slots=True)
+class WritePolicy:
+    function: PolicyFunction | None = None
+    name: str = ""  # the module:function it was loaded from, for messages
+    timeout_s: float = DEFAULT_POLICY_TIMEOUT_S
+    allow_dids: frozenset[str] = frozenset()
+    deny_dids: frozenset[str] = frozenset()
+    allow_kinds: frozenset[str] = frozenset()
+    deny_kinds: frozenset[str] = frozenset()
+
+
+class Held(Exception):
+    """The op waits for its policy decision (raised before anything is staged)."""
+
+    def __init__(self, op: OperationRecord) -> None:
+        super().__init__(op.cid)
+        self.op = op
+
+
+class Refused(Exception):
+    """The gate refuses the op (raised before anything is staged)."""
+
+    def __init__(self, rejected: Rejected) -> None:
+        super().__init__(rejected.detail)
+        self.rejected = rejected
+
+
+def load_policy_function(spec: str) -> PolicyFunction:
+    """Import ``module:function``; ValueError (one line) when that fails."""
+    module_name, colon, attr = spec.strip().partition(":")
+    if not colon or not module_name or not attr:
+        raise ValueError(f"expected module:function, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of operator code
+        raise ValueError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, attr, None)
+    if function is None:
+        raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
+    if not callable(function):
+        raise ValueError(f"{spec!r} is not callable")
+    return function  # type: ignore[no-any-return]
+
+
+def signer_of_token(cid: str, token: str) -> str | None:
+    """The DID a (not yet verified) token claims as its signer: the payload's
+    ``did``, else the ``kid``'s DID, else an identity genesis's own DID."""
+    try:
+        decoded = decode_jws(token)
+        did = decoded.payload.get("did")
+        if isinstance(did, str):
+            return did
+        kid_did = split_kid(decoded.kid)[0] if decoded.kid else None
+        return kid_did or did_from_genesis_cid(cid)
+    except ProtocolError:
+        return None
+
+
+def _denied(text: str) -> Rejected:
+    return Rejected(RejectReason.POLICY_DENIED, f"policy: {text}")
+
+
+def _error(text: str) -> Rejected:
+    return Rejected(RejectReason.POLICY_ERROR, f"policy error: {text}")
+
+
+class WriteGate:
+    def __init__(
+        self,
+        policy: WritePolicy | None = None,
+        banned: BanLookup | None = None,
+        exempt: Collection[str] = (),
+    ) -> None:
+        self.policy = policy or WritePolicy()
+        self._banned = banned
+        self._exempt = set(exempt)
+        # decisions of the function for this session's ops; see ``forget``
+        self._decisions: dict[str, Rejected | None] = {}
+        self._executor: ThreadPoolExecutor | None = None
+
+    def exempt(self, did: str) -> None:
+        self._exempt.add(did)
+
+    def screen(self, op: OperationRecord) -> None:
+        """Pass, or raise ``Refused`` / ``Held``. Synchronous and cheap."""
+        signer = op.author_did
+        if signer in self._exempt:
+            return
+        reason = self._banned(signer) if self._banned is not None else None
+        if reason is not None:
+            why = f" ({reason})" if reason else ""
+            raise Refused(
+                Rejected(RejectReason.BANNED, f"banned: {signer} is banned on this relay{why}")
+            )
+        refused = self._listed(op.kind, signer)
+        if refused is not None:
+            raise Refused(refused)
+        if self.policy.function is None:
+            return
+        if op.cid not in self._decisions:
+            raise Held(op)
+        decided = self._decisions[op.cid]
+        if decided is not None:
+            raise Refused(decided)
+
+    def _listed(self, kind: str, signer: str) -> Rejected | None:
+        p = self.policy
+        if signer in p.deny_dids:
+            return _denied(f"signer {signer} is on this relay's deny list")
+        if kind in p.deny_kinds:
+            return _denied(f"{kind} operations are denied on this relay")
+        if p.allow_dids and signer not in p.allow_dids:
+            return _denied(f"signer {signer} is not on this relay's allow list")
+        if p.allow_kinds and kind not in p.allow_kinds:
+            return _denied(f"{kind} operations are not allowed on this relay")
+        return None
+
+    async def decide(self, held: Sequence[tuple[OperationRecord, Mapping[str, Any]]]) -> None:
+        """Call the function for every held op, concurrently, bounded by the timeout."""
+        function = self.policy.function
+        if function is None or not held:
+            return
+        calls = {
+            op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload)))
+            for op, payload in held
+            if op.cid not in self._decisions
+        }
+        if not calls:
+            return
+        timeout = self.policy.timeout_s
+        _, late = await asyncio.wait(calls.values(), timeout=timeout)
+        for cid, call in calls.items():
+            if call in late:
+                call.cancel()
+                log.warning("write policy %s timed out on %s", self.policy.name, cid)
+                self._decisions[cid] = _error(f"no decision within {timeout:g}s")
+            elif (exc := call.exception()) is not None:
+                log.warning("write policy %s raised on %s: %r", self.policy.name, cid, exc)
+                self._decisions[cid] = _error(f"{type(exc).__name__}: {exc}")
+            else:
+                self._decisions[cid] = _interpret(call.result())
+
+    async def _call(self, function: PolicyFunction, op: VerifiedOp) -> object:
+        result: object
+        if inspect.iscoroutinefunction(function):
+            result = function(op, op.signer)
+        else:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(POLICY_THREADS, "write-policy")
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self._executor, _invoke, function, op)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def forget(self) -> None:
+        """End of a sequencing session: decisions are not kept across sessions."""
+        self._decisions.clear()
+
+    def close(self) -> None:
+        """Stop the worker threads (a hung call is abandoned, not joined)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _invoke(function: PolicyFunction, op: VerifiedOp) -> object:
+    return function(op, op.signer)
+
+
+def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
+    return VerifiedOp(
+        op.cid, op.kind, op.chain_id, op.author_did, op.created_at_ms, op.jws_token,
+        MappingProxyType(dict(payload)),
+    )  # fmt: skip
+
+
+def _interpret(result: object) -> Rejected | None:
+    if result is None or result is True:
+        return None
+    if result is False:
+        return _denied("refused by this relay's write policy")
+    if isinstance(result, str):
+        return _denied(result or "refused by this relay's write policy")
+    return _error(f"the policy returned {type(result).__name__}, not None, a bool or a str")

@@ -1,0 +1,218 @@
+"""Moderation and the audit snapshot of the in-memory store.
+
+``MemoryAdmin`` is mixed into ``MemoryStore`` and works on its dicts. A
+purge leaves ``None`` at the purged log positions (they are never reused)
+and takes the ops out of every index. Like ``commit``, ``apply_moderation``
+runs with no await in between, so it is atomic for every other coroutine;
+the audit snapshot copies what it reports the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+from stores.base import (
+    BeaconRecord,
+    ChainRecord,
+    CountersignatureRecord,
+    IdentityKeyRecord,
+    LogEntry,
+    OperationRecord,
+    PendingOp,
+)
+from stores.epoch import new_epoch
+from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
+
+if TYPE_CHECKING:
+    from sortedcontainers import SortedList
+
+_T = TypeVar("_T")
+
+
+def live_after(
+    log: Sequence[LogEntry | None], start: int, limit: int, end: int | None = None
+) -> tuple[list[LogEntry], bool]:
+    """Up to ``limit`` entries of ``log[start:end]`` that are not purged, and
+    whether any entry follows them (before ``end``)."""
+    stop = len(log) if end is None else min(end, len(log))
+    out: list[LogEntry] = []
+    i = start
+    while i < stop and len(out) < limit:
+        entry = log[i]
+        if entry is not None:
+            out.append(entry)
+        i += 1
+    more = any(log[j] is not None for j in range(i, stop))
+    return out, more
+
+
+class MemoryAdmin:
+    """The ``ModerationStore`` and ``AuditSource`` halves of ``MemoryStore``."""
+
+    _lock: asyncio.Lock
+    _ops: dict[str, OperationRecord]
+    _chains: dict[str, ChainRecord]
+    _keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]]
+    _beacons: dict[str, BeaconRecord]
+    _countersigs: dict[str, dict[str, str]]
+    _log: list[LogEntry | None]
+    _log_pos: dict[str, int]
+    _chain_log: dict[str, list[int]]
+    _standalone_log: dict[str, list[int]]
+    _roots: SortedList
+    _raw: dict[str, str]
+    _received: dict[str, int]
+    _pending: dict[str, PendingOp]
+    _blobs: dict[tuple[str, str], bytes]
+    _epoch: str | None
+
+    def __init__(self) -> None:
+        self._bans: dict[str, BanRecord] = {}
+        self._purged: list[PurgedOperation] = []
+
+    def _drop_pending(self, cid: str) -> PendingOp | None:
+        raise NotImplementedError
+
+    # bans and purge records ----------------------------------------------------
+    async def put_ban(self, ban: BanRecord) -> None:
+        self._bans[ban.did] = ban
+
+    async def delete_ban(self, did: str) -> bool:
+        return self._bans.pop(did, None) is not None
+
+    async def list_bans(self) -> list[BanRecord]:
+        return [self._bans[did] for did in sorted(self._bans)]
+
+    async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
+        found = [p for p in self._purged if did is None or p.purged_did == did]
+        return sorted(found, key=lambda p: (p.seq, p.cid))
+
+    async def operations_signed_by(self, did: str) -> list[OperationRecord]:
+        return sorted((o for o in self._ops.values() if o.author_did == did), key=_seq)
+
+    async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
+        wanted = set(chain_ids)
+        return sorted((o for o in self._ops.values() if o.chain_id in wanted), key=_seq)
+
+    # the moderation session ----------------------------------------------------
+    @asynccontextmanager
+    async def moderating(self) -> AsyncIterator[MemoryAdmin]:
+        async with self._lock:
+            yield self
+
+    async def apply_moderation(self, batch: ModerationBatch) -> int:
+        # No await below: the whole batch applies atomically for other tasks.
+        for op in batch.operations:
+            self._remove_op(op, batch)
+        if batch.operations:
+            self._epoch = new_epoch()
+        for chain_id in batch.chains_removed:
+            self._chains.pop(chain_id, None)
+        self._chains.update({c.chain_id: c for c in batch.chains_rewound})
+        for did in batch.dids_removed:
+            self._keys.pop(did, None)
+            self._beacons.pop(did, None)
+            for key in [k for k in self._blobs if k[0] == did]:
+                del self._blobs[key]
+        dropped = 0
+        for cid in batch.raw_cids:
+            if self._raw.pop(cid, None) is not None:
+                dropped += 1
+            self._received.pop(cid, None)
+            self._drop_pending(cid)
+        return dropped
+
+    def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:
+        stored = self._ops.pop(op.cid, None)
+        if stored is None:
+            return
+        index = self._log_pos.pop(op.cid)
+        self._log[index] = None
+        chain_kind = stored.kind in ("identity-op", "content-op")
+        positions = self._chain_log if chain_kind else self._standalone_log
+        if index in positions.get(stored.chain_id, []):
+            positions[stored.chain_id].remove(index)
+        if stored.parent_cid is None:
+            self._roots.discard((stored.created_at_ms, stored.cid))
+        if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)
+            witnesses = self._countersigs.get(stored.chain_id, {})
+            for witness in [w for w, token in witnesses.items() if token == stored.jws_token]:
+                del witnesses[witness]
+        beacon = self._beacons.get(stored.chain_id)
+        if stored.kind == "beacon" and beacon is not None and beacon.cid == stored.cid:
+            del self._beacons[stored.chain_id]
+        record = PurgedOperation(
+            stored.seq, stored.cid, stored.kind, stored.chain_id, stored.author_did,
+            batch.purged_did, batch.at_ms,
+        )  # fmt: skip
+        self._purged.append(record)
+
+    # the audit snapshot -------------------------------------------------------
+    @asynccontextmanager
+    async def audit_snapshot(self) -> AsyncIterator[_MemorySnapshot]:
+        yield _MemorySnapshot(self)
+
+
+def _seq(op: OperationRecord) -> int:
+    return op.seq
+
+
+async def _each(items: Sequence[_T]) -> AsyncIterator[_T]:
+    for item in items:
+        yield item
+
+
+class _MemorySnapshot:
+    """Copies of every table, taken at once (no await in ``__init__``)."""
+
+    def __init__(self, store: MemoryAdmin) -> None:
+        self._ops = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
+        self._chains = [store._chains[c] for c in sorted(store._chains)]
+        self._keys = [k for per_did in store._keys.values() for k in per_did.values()]
+        self._beacons = [store._beacons[d] for d in sorted(store._beacons)]
+        by_token = {o.jws_token: o.cid for o in self._ops if o.kind == "countersign"}
+        self._sigs = [
+            CountersignatureRecord(target, witness, by_token.get(token, ""), token)
+            for target, witnesses in store._countersigs.items()
+            for witness, token in witnesses.items()
+        ]
+        self._blobs = sorted(store._blobs)
+        self._raw = [
+            PendingOp(cid, token, _waits(store._pending.get(cid)), store._received.get(cid, 0))
+            for cid, token in sorted(store._raw.items())
+        ]
+        self._purged = sorted(store._purged, key=lambda p: (p.seq, p.cid))
+
+    async def count_operations(self) -> int:
+        return len(self._ops)
+
+    def operations(self) -> AsyncIterator[OperationRecord]:
+        return _each(self._ops)
+
+    def chains(self) -> AsyncIterator[ChainRecord]:
+        return _each(self._chains)
+
+    def identity_keys(self) -> AsyncIterator[IdentityKeyRecord]:
+        return _each(self._keys)
+
+    def beacons(self) -> AsyncIterator[BeaconRecord]:
+        return _each(self._beacons)
+
+    def countersignatures(self) -> AsyncIterator[CountersignatureRecord]:
+        return _each(self._sigs)
+
+    def blob_keys(self) -> AsyncIterator[tuple[str, str]]:
+        return _each(self._blobs)
+
+    def raw_ops(self) -> AsyncIterator[PendingOp]:
+        return _each(self._raw)
+
+    async def purged(self) -> list[PurgedOperation]:
+        return list(self._purged)
+
+
+def _waits(pending: PendingOp | None) -> str:
+    return pending.waits_for if pending is not None else ""

@@ -1,0 +1,120 @@
+"""The store's moderation part: bans, purges and the raw buffer as operators
+change them (``/admin/`` routes).
+
+- ``BanRecord``        a DID whose new ops the relay refuses, why, when, by whom
+- ``PurgedOperation``  one op a purge removed, kept as the record of that purge
+                       (its log position stays accounted for: ``verify-store``
+                       tells a purged position from a gap)
+- ``ModerationBatch``  what one moderation session removes and rewrites,
+                       applied atomically
+- ``ModerationStore``  the reads a purge plan needs, bans, purge records, and
+                       ``moderating()``: a session serialized with sequencing
+
+Stores stay dumb here too: which ops a purge removes and which op becomes a
+rewound chain's head is decided above the store (``relay.admin.purge``); the
+store deletes and writes what the batch names. Types come from
+``stores.base`` under TYPE_CHECKING only, so ``stores.base`` can import this
+module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from stores.base import ChainRecord, OperationKind, OperationRecord
+
+
+@dataclass(frozen=True, slots=True)
+class BanRecord:
+    did: str
+    reason: str
+    banned_at_ms: int
+    banned_by: str  # the operator DID that asked for it
+
+
+@dataclass(frozen=True, slots=True)
+class PurgedOperation:
+    """One op removed by the purge of ``purged_did`` (which need not be its
+    author: a delegate's op in a banned creator's chain goes with the chain)."""
+
+    seq: int
+    cid: str
+    kind: OperationKind
+    chain_id: str
+    author_did: str
+    purged_did: str
+    purged_at_ms: int
+
+
+@dataclass(slots=True)
+class ModerationBatch:
+    """Everything one moderation session changes, applied atomically.
+
+    ``operations`` are deleted (with their countersignature rows) and
+    recorded as ``PurgedOperation`` under ``purged_did`` at ``at_ms``;
+    ``chains_removed`` are deleted and ``chains_rewound`` upserted (new head
+    and state); ``dids_removed`` lose their identity keys, beacon row and the
+    blobs they created; ``raw_cids`` leave the raw buffer if not sequenced.
+    A batch that removes operations also starts a new changes-feed epoch, as
+    the store's seq domain no longer holds what followers were sent.
+    """
+
+    purged_did: str = ""
+    at_ms: int = 0
+    operations: list[OperationRecord] = field(default_factory=list)
+    chains_removed: set[str] = field(default_factory=set)
+    chains_rewound: list[ChainRecord] = field(default_factory=list)
+    dids_removed: set[str] = field(default_factory=set)
+    raw_cids: set[str] = field(default_factory=set)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.operations
+            or self.chains_removed
+            or self.chains_rewound
+            or self.dids_removed
+            or self.raw_cids
+        )
+
+
+class ModerationSession(Protocol):
+    async def apply_moderation(self, batch: ModerationBatch) -> int:
+        """Apply ``batch`` atomically and end the session; returns how many raw
+        ops left the buffer."""
+        ...
+
+
+class ModerationStore(Protocol):
+    async def put_ban(self, ban: BanRecord) -> None:
+        """Record (or replace) the ban of ``ban.did``."""
+        ...
+
+    async def delete_ban(self, did: str) -> bool:
+        """Lift the ban of ``did``; False when it was not banned."""
+        ...
+
+    async def list_bans(self) -> list[BanRecord]:
+        """Every ban, ordered by DID."""
+        ...
+
+    async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
+        """Purge records (of ``did``'s purges, or all), in (seq, cid) order."""
+        ...
+
+    async def operations_signed_by(self, did: str) -> list[OperationRecord]:
+        """Every sequenced op whose signer (``author_did``) is ``did``, in seq order."""
+        ...
+
+    async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
+        """Every sequenced op whose log chainId is one of ``chain_ids`` (any kind;
+        a CID here finds the countersignatures of that op), in seq order."""
+        ...
+
+    def moderating(self) -> AbstractAsyncContextManager[ModerationSession]:
+        """A session serialized with sequencing sessions; nothing lands
+        unless ``apply_moderation`` is called."""
+        ...

@@ -1,0 +1,163 @@
+"""Moderation on the SQL stores (``stores.moderation``): bans, purge
+records, the reads a purge plan needs, and the atomic moderation write.
+
+``SqlModeration`` is mixed into ``SqlStore``; ``write_moderation`` runs
+inside a sequencing session's locked transaction (``SqlSession``), so a
+purge never interleaves with a batch being sequenced. Statements are written
+once and rendered per dialect, like ``stores.sql.queries``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, cast
+
+from stores.base import OperationKind, OperationRecord
+from stores.epoch import new_epoch
+from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
+from stores.sql import rows as R
+from stores.sql.conn import Conn
+from stores.sql.dialect import Dialect
+from stores.sql.queries import OP_COLS, Queries
+
+if TYPE_CHECKING:
+    from stores.sql.session import SqlSession
+
+PURGED_COLS = "pos, cid, kind, chain_id, author_did, purged_did, purged_at_ms"
+
+
+@dataclass(frozen=True, slots=True)
+class ModerationQueries:
+    put_ban: str = (
+        "INSERT INTO bans (did, reason, banned_at_ms, banned_by) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (did) DO UPDATE SET reason = excluded.reason, "
+        "banned_at_ms = excluded.banned_at_ms, banned_by = excluded.banned_by"
+    )
+    delete_ban: str = "DELETE FROM bans WHERE did = ? RETURNING did"
+    list_bans: str = "SELECT did, reason, banned_at_ms, banned_by FROM bans ORDER BY did"
+    list_purged: str = f"SELECT {PURGED_COLS} FROM purged_ops ORDER BY pos, cid, id"
+    list_purged_of: str = (
+        f"SELECT {PURGED_COLS} FROM purged_ops WHERE purged_did = ? ORDER BY pos, cid, id"
+    )
+    signed_by: str = f"SELECT {OP_COLS} FROM ops WHERE author_did = ? ORDER BY pos"
+    in_chains: str = f"SELECT {OP_COLS} FROM ops WHERE chain_id {{IN}} ORDER BY pos"
+    # the write, statement by statement, inside the locked transaction
+    record_purged: str = (
+        "INSERT INTO purged_ops (pos, cid, kind, chain_id, author_did, purged_did, "
+        "purged_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    delete_ops: str = "DELETE FROM ops WHERE cid {IN}"
+    delete_countersigs: str = "DELETE FROM countersigs WHERE cid {IN}"
+    delete_beacons_of_ops: str = "DELETE FROM beacons WHERE cid {IN}"
+    delete_chains: str = "DELETE FROM chains WHERE chain_id {IN}"
+    delete_keys: str = "DELETE FROM identity_keys WHERE did {IN}"
+    delete_beacons: str = "DELETE FROM beacons WHERE did {IN}"
+    delete_blobs: str = "DELETE FROM blobs WHERE creator_did {IN}"
+    # only ops still unsequenced leave the buffer (a sequenced one is not buffered)
+    drop_raw: str = "DELETE FROM raw_ops WHERE cid {IN} RETURNING cid"
+    reset_epoch: str = (
+        "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) "
+        "ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch"
+    )
+
+
+def render_moderation(dialect: Dialect) -> ModerationQueries:
+    base = ModerationQueries()
+    rendered = {f.name: dialect.render(getattr(base, f.name)) for f in fields(ModerationQueries)}
+    return ModerationQueries(**rendered)
+
+
+def purged_record(row: R.Row) -> PurgedOperation:
+    kind = cast(OperationKind, row[2])
+    return PurgedOperation(int(row[0]), row[1], kind, row[3], row[4], row[5], int(row[6]))
+
+
+async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: ModerationBatch) -> int:
+    """Every change of ``batch`` (the caller owns the locked transaction);
+    returns how many raw ops left the buffer."""
+    mq = render_moderation(d)  # rare: rendering per call costs nothing that matters
+    cids = [op.cid for op in batch.operations]
+    if cids:
+        records = [
+            (op.seq, op.cid, op.kind, op.chain_id, op.author_did, batch.purged_did, batch.at_ms)
+            for op in batch.operations
+        ]
+        await conn.executemany(mq.record_purged, records)
+        for sql in (mq.delete_countersigs, mq.delete_beacons_of_ops, mq.delete_ops):
+            await conn.execute(sql, (d.lst(cids),))
+        await conn.execute(mq.reset_epoch, (new_epoch(),))
+    if batch.chains_removed:
+        await conn.execute(mq.delete_chains, (d.lst(batch.chains_removed),))
+    if batch.chains_rewound:
+        await conn.executemany(q.upsert_chain, [R.chain_row(c) for c in batch.chains_rewound])
+    if batch.dids_removed:
+        for sql in (mq.delete_keys, mq.delete_beacons, mq.delete_blobs):
+            await conn.execute(sql, (d.lst(batch.dids_removed),))
+    if not batch.raw_cids:
+        return 0
+    # fetch, not execute: SQLite defers plain writes to COMMIT, and the count matters
+    dropped = await conn.fetch(mq.drop_raw, (d.lst(batch.raw_cids),))
+    return len(dropped)
+
+
+class SqlModeration:
+    """The ``ModerationStore`` half of ``SqlStore``."""
+
+    _d: Dialect
+
+    def _reading(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    def _writing(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    def sequencing(self) -> AbstractAsyncContextManager[SqlSession]:
+        raise NotImplementedError
+
+    @property
+    def _mq(self) -> ModerationQueries:
+        cached: ModerationQueries | None = getattr(self, "_mq_cache", None)
+        if cached is None:
+            cached = render_moderation(self._d)
+            self._mq_cache = cached
+        return cached
+
+    async def put_ban(self, ban: BanRecord) -> None:
+        params = (ban.did, ban.reason, ban.banned_at_ms, ban.banned_by)
+        async with self._writing() as conn:
+            await conn.execute(self._mq.put_ban, params)
+
+    async def delete_ban(self, did: str) -> bool:
+        async with self._writing() as conn:
+            return bool(await conn.fetch(self._mq.delete_ban, (did,)))
+
+    async def list_bans(self) -> list[BanRecord]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._mq.list_bans, ())
+        return [BanRecord(r[0], r[1], int(r[2]), r[3]) for r in rows]
+
+    async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
+        async with self._reading() as conn:
+            if did is None:
+                rows = await conn.fetch(self._mq.list_purged, ())
+            else:
+                rows = await conn.fetch(self._mq.list_purged_of, (did,))
+        return [purged_record(r) for r in rows]
+
+    async def operations_signed_by(self, did: str) -> list[OperationRecord]:
+        async with self._reading() as conn:
+            return [R.op_record(r) for r in await conn.fetch(self._mq.signed_by, (did,))]
+
+    async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
+        if not chain_ids:
+            return []
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._mq.in_chains, (self._d.lst(chain_ids),))
+        return [R.op_record(r) for r in rows]
+
+    @asynccontextmanager
+    async def moderating(self) -> AsyncIterator[SqlSession]:
+        async with self.sequencing() as session:
+            yield session
