@@ -140,8 +140,12 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
-    parser.add_argument("--only", choices=("plain", "verify"), default=None,
-                        help="run one of the two jobs (for profiling; prints no target ratios)")
+    parser.add_argument(
+        "--only",
+        choices=("plain", "verify"),
+        default=None,
+        help="run one of the two jobs (for profiling; prints no target ratios)",
+    )
     args = parser.parse_args()
     paths, tokens = make_dumps(args.entries)
     entries = 0
@@ -162,8 +166,10 @@ def main() -> None:
     partitions = ["--shuffle-partitions", str(args.shuffle_partitions)]
     for flags in ([], ["--verify"]):
         code, elapsed, _ = run_job(spark, [*flags, *partitions], sample)
-        print(f"warm-up {' '.join(flags) or 'plain'} on a 3 x {WARMUP_LINES}-entry sample:"
-              f" {elapsed:.1f}s (untimed)")
+        print(
+            f"warm-up {' '.join(flags) or 'plain'} on a 3 x {WARMUP_LINES}-entry sample:"
+            f" {elapsed:.1f}s (untimed)"
+        )
     rates = {}
     runs: list[list[str]] = [[], ["--verify"]]
     if args.only:
@@ -173,24 +179,32 @@ def main() -> None:
         name = "--verify" if "--verify" in flags else "plain"
         rates[name] = entries / elapsed
         invalid = report.get("invalidOps", {}).get("total", "-")
-        print(f"job {name:>8} on {args.master}: exit {code} (relays hold ~{HOLD_PERCENT}% each,"
-              f" so 1 = diverged is expected), {elapsed:.1f}s, {rates[name]:,.0f} entries/s;"
-              f" partial ops {report['partialOps']['total']:,}, invalid ops {invalid}")
+        print(
+            f"job {name:>8} on {args.master}: exit {code} (relays hold ~{HOLD_PERCENT}% each,"
+            f" so 1 = diverged is expected), {elapsed:.1f}s, {rates[name]:,.0f} entries/s;"
+            f" partial ops {report['partialOps']['total']:,}, invalid ops {invalid}"
+        )
     spark.stop()
     if args.only:
         return
     rate_after = single_core_rate(tokens)
     # The stricter (higher) of the two single-core measurements sets the target.
     rate1 = max(rate_before, rate_after)
-    print(f"single-core decode+CID+Ed25519: {rate_before:,.0f} ops/s before the jobs,"
-          f" {rate_after:,.0f} after; target uses {rate1:,.0f}")
+    print(
+        f"single-core decode+CID+Ed25519: {rate_before:,.0f} ops/s before the jobs,"
+        f" {rate_after:,.0f} after; target uses {rate1:,.0f}"
+    )
     plain, verify = rates["plain"], rates["--verify"]
-    print(f"without --verify: {plain:,.0f} entries/s vs target 20,000:"
-          f" ratio {plain / 20_000:.2f} ({'met' if plain >= 20_000 else 'MISSED'})")
+    print(
+        f"without --verify: {plain:,.0f} entries/s vs target 20,000:"
+        f" ratio {plain / 20_000:.2f} ({'met' if plain >= 20_000 else 'MISSED'})"
+    )
     target = 0.4 * 2 * rate1
     verdict = "met" if verify >= target else "MISSED"
-    print(f"with --verify:    {verify:,.0f} entries/s vs target 0.4 x 2 x {rate1:,.0f} ="
-          f" {target:,.0f}: ratio {verify / target:.2f} ({verdict})")
+    print(
+        f"with --verify:    {verify:,.0f} entries/s vs target 0.4 x 2 x {rate1:,.0f} ="
+        f" {target:,.0f}: ratio {verify / target:.2f} ({verdict})"
+    )
 
 
 if __name__ == "__main__":

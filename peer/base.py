@@ -88,6 +88,7 @@ class PeerConfig:
     read_through: bool = True
     sync: bool = True
     live: bool = False  # follow the peer's changes feed (opt-in; additive)
+    reconcile: bool = False  # periodic range-based reconciliation (opt-in; additive)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", normalize_peer_url(self.url))
@@ -99,6 +100,7 @@ _FLAG_KEYS = {
     "read_through": "read_through",
     "sync": "sync",
     "live": "live",
+    "reconcile": "reconcile",
 }
 
 

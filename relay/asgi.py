@@ -54,12 +54,8 @@ def peering_from_settings(settings: ServeSettings) -> PeeringService | None:
         from relay.peering.service import build_peering
     except ImportError:
         raise SettingsError("--peer", "this build has no peering service") from None
-    from relay.peering.config import PeeringConfig
-
-    # No client passed: peering builds (and on stop closes) its HttpPeerClient.
-    return build_peering(
-        settings.peers, None, config=PeeringConfig(sync_interval_s=settings.sync_interval_s)
-    )
+    # No client passed: peering builds (and on stop closes) its HttpSyncClient.
+    return build_peering(settings.peers, None, config=settings.peering_config())
 
 
 def relay_from_settings(settings: ServeSettings) -> Relay:

@@ -17,6 +17,9 @@ MAX_LOG_LIMIT = 1000
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
+DEFAULT_MAX_REJECTION_NOTES = 100_000  # recent rejections remembered by CID (op status)
+DEFAULT_SYNC_FRAME_LIMIT = 512 * 1024
+DEFAULT_SYNC_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
 DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S = 300  # admin tokens are short-lived: the replay window
 PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"
@@ -32,16 +35,22 @@ class RelayConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
+    max_rejection_notes: int = DEFAULT_MAX_REJECTION_NOTES
+    verify_threads: int | None = None  # precheck threads; None: one per core (up to 8)
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     profile: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_PROFILE)
     rate_limit: RateLimit | None = None  # POST /operations per client IP; None: off
     trusted_proxies: tuple[Network, ...] = ()  # whose X-Forwarded-For is believed
     metrics_port: int | None = None  # set: /metrics answers on this local port only
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed by CORS; "*": any; (): off
     # the changes feed (relay.feed.FeedConfig)
     feed_replay_window: int | None = None  # keep the last N entries replayable; None: all
     feed_max_subscribers: int = 1000
     feed_heartbeat_s: float = 15.0
     feed_send_timeout_s: float = 30.0
+    # reconciliation (relay.reconcile)
+    sync_frame_limit: int = DEFAULT_SYNC_FRAME_LIMIT  # our Negentropy reply cap; 0: none
+    sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES  # a bigger query is a 413
     # administration (relay.admin) and the write gate (relay.ingest.policy)
     admin_dids: tuple[str, ...] = ()  # operators; none: /admin/ answers 501
     admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S

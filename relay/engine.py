@@ -16,14 +16,18 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+from peer.sync_http import HttpSyncClient
 from relay.admin.bans import BanList
-from relay.admin.service import ReconcileUnavailable
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
 from relay.ingest.policy import WriteGate
+from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
+from relay.reconcile.index import FingerprintIndex
+from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
+from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import RelayIdentityRecord, RelayStore
@@ -72,14 +76,22 @@ class Relay:
         # bans (from the store) and the write policy, asked before each commit
         self.bans = BanList(store)
         self.gate = WriteGate(config.write_policy, self.bans.lookup, config.admin_dids)
-        self.ingestor = Ingestor(store, clock, config.max_pending, self.gate)
+        self.ingestor = Ingestor(
+            store, clock, config.max_pending, config.max_rejection_notes, self.gate,
+            config.verify_threads,
+        )  # fmt: skip
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
+        self.ingestor.rejections.add_listener(self.metrics.record_rejections)
+        self.status = OpStatusService(store, clock)  # explained op status, pending overview
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
         self._keypair: Ed25519Keypair | None = None
         self.feed = Feed(store, feed_config(config), lambda: self.did)
         self.ingestor.add_listener(self._wake_feed)
+        self.sync_index = FingerprintIndex(store)
+        self.ingestor.add_listener(self.sync_index.on_sequenced)
+        self._sync_client: HttpSyncClient | None = None
         self.started = False
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
 
@@ -103,6 +115,7 @@ class Relay:
         await self.store.open()
         try:
             await self.feed.hub.watch(self.store)
+            self.sync_index.start()
             await self.bans.refresh()
             self._identity = await self._load_identity()
             resumed = await self.ingestor.drain_buffer()
@@ -112,6 +125,7 @@ class Relay:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
         except BaseException:
+            await self.sync_index.stop()
             await self.feed.hub.close()
             await self.store.close()
             raise
@@ -123,9 +137,14 @@ class Relay:
         self.started = False
         if self.peering is not None:
             await self.peering.stop()
+        await self.sync_index.stop()
+        if self._sync_client is not None:
+            await self._sync_client.aclose()
+            self._sync_client = None
         await self.feed.hub.close()
         self.gate.close()
         await self.store.close()
+        self.ingestor.close()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Relay]:
@@ -172,6 +191,41 @@ class Relay:
             return False
         return await self.peering.read_through(kind, chain_id)
 
+    # reconciliation --------------------------------------------------------
+    def describe_sync(self) -> dict[str, object]:
+        """The well-known document's ``sync`` entry (additive)."""
+        return {
+            "negentropy": 1,
+            "frameLimit": self.config.sync_frame_limit,
+            "maxMessageBytes": self.config.sync_max_message_bytes,
+            "maxOperationCids": MAX_FETCH_CIDS,
+        }
+
+    async def reconcile(
+        self,
+        peer_url: str,
+        direction: Direction = "both",
+        window: Window | None = None,
+        bounds: ReconcileBounds | None = None,
+    ) -> ReconcileReport:
+        """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
+        lack and push what it lacks); failures are in ``report.error``."""
+        client = self._reconcile_client()
+        report = await reconcile(
+            self, self.sync_index, client, peer_url.rstrip("/"),
+            direction=direction, window=window, bounds=bounds,
+        )  # fmt: skip
+        self.metrics.reconcile.run(report)
+        return report
+
+    def _reconcile_client(self) -> HttpSyncClient:
+        shared = getattr(self.peering, "client", None)
+        if isinstance(shared, HttpSyncClient):
+            return shared
+        if self._sync_client is None:
+            self._sync_client = HttpSyncClient()
+        return self._sync_client
+
     async def sync_from_peers(self) -> int:
         """One sync-in cycle over every sync peer; returns ops newly sequenced."""
         if self.peering is None:
@@ -187,12 +241,17 @@ class Relay:
     def peer_states(self) -> list[PeerState]:
         return [] if self.peering is None else self.peering.peer_states()
 
-    async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:
-        """Run set reconciliation with ``peer_url`` now (``POST /admin/peers/reconcile``).
+    def forget_purged(self) -> None:
+        """Ops left the store (an admin purge): what this process derived
+        from them is rebuilt. Other processes sharing the store rebuild their
+        fingerprint index when they restart."""
+        self.sync_index.invalidate()
 
-        The seam for Negentropy reconciliation: once ``self.reconcile(peer)``
-        exists, this awaits it and returns its summary as JSON-ready data
-        (KeyError for a peer that is not configured). Until then it raises
-        ``ReconcileUnavailable`` and the route answers 501.
-        """
-        raise ReconcileUnavailable("set reconciliation is not available on this relay yet")
+    async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:
+        """Run set reconciliation with a configured peer now (``POST
+        /admin/peers/reconcile``); its report as JSON-ready data (KeyError:
+        not a configured peer)."""
+        url = peer_url.rstrip("/")
+        if self.peering is None or url not in {p.url for p in self.peer_states()}:
+            raise KeyError(peer_url)
+        return (await self.reconcile(url)).as_dict()

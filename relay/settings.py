@@ -10,7 +10,8 @@ variable it came from; ``dfos-relay`` prints it and exits 2.
 Peer syntax: ``URL`` enables gossip, read-through and sync; ``URL#b1+b2``
 enables only the listed behaviours, from ``gossip``, ``read-through`` and
 ``sync`` (``http://a:4444#read-through`` is a read-only cache).
-``DFOS_RELAY_PEERS`` and ``DFOS_RELAY_TRUSTED_PROXIES`` are comma-separated.
+``DFOS_RELAY_PEERS``, ``DFOS_RELAY_TRUSTED_PROXIES`` and
+``DFOS_RELAY_CORS_ORIGINS`` are comma-separated.
 
 Operators (``--admin-did``) and the write gate's lists (``--allow-did``,
 ``--deny-did``, ``--allow-kind``, ``--deny-kind``) are repeatable flags or
@@ -35,6 +36,8 @@ from relay.config import (
     DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S,
     DEFAULT_MAX_BLOB_BYTES,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_SYNC_FRAME_LIMIT,
+    DEFAULT_SYNC_MAX_MESSAGE_BYTES,
     RelayConfig,
 )
 from relay.ingest.policy import (
@@ -46,6 +49,12 @@ from relay.ingest.policy import (
 )
 from relay.limits import Network, RateLimit, parse_rate_limit, parse_trusted_proxies
 from relay.observability.logging import DEFAULT_LOG_LEVEL, LOG_LEVELS
+from relay.peering.config import (
+    RECONCILE_FULL_EVERY,
+    RECONCILE_INTERVAL_S,
+    RECONCILE_WINDOW_S,
+    PeeringConfig,
+)
 from relay.protocol import is_dfos_did
 
 ENV_PREFIX = "DFOS_RELAY_"
@@ -61,6 +70,7 @@ PEER_BEHAVIOURS = {
     "read-through": "read_through",
     "sync": "sync",
     "live": "live",  # opt-in: follow the peer's changes feed
+    "reconcile": "reconcile",  # opt-in: periodic Negentropy reconciliation
 }
 DEFAULT_PEER_BEHAVIOURS = ("gossip", "read_through", "sync")
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -87,6 +97,7 @@ class ServeSettings:
     sync_interval_s: float | None = DEFAULT_SYNC_INTERVAL_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    verify_threads: int | None = None  # None: one per core (relay.ingest.parallel)
     log_level: str = DEFAULT_LOG_LEVEL
     rate_limit: RateLimit | None = None
     trusted_proxies: tuple[Network, ...] = ()
@@ -95,6 +106,12 @@ class ServeSettings:
     feed_max_subscribers: int = 1000
     feed_heartbeat_s: float = 15.0
     feed_send_timeout_s: float = 30.0
+    cors_origins: tuple[str, ...] = ()  # CORS off unless origins are named
+    reconcile_interval_s: float | None = RECONCILE_INTERVAL_S
+    reconcile_window_s: float = RECONCILE_WINDOW_S
+    reconcile_full_every: int = RECONCILE_FULL_EVERY
+    sync_frame_limit: int = DEFAULT_SYNC_FRAME_LIMIT
+    sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES
     admin_dids: tuple[str, ...] = ()
     admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
     write_policy: tuple[str, PolicyFunction] | None = None  # (module:function, it)
@@ -120,6 +137,7 @@ class ServeSettings:
             log=self.log,
             max_body_bytes=self.max_body_bytes,
             max_blob_bytes=self.max_blob_bytes,
+            verify_threads=self.verify_threads,
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
             metrics_port=self.metrics_port,
@@ -127,9 +145,20 @@ class ServeSettings:
             feed_max_subscribers=self.feed_max_subscribers,
             feed_heartbeat_s=self.feed_heartbeat_s,
             feed_send_timeout_s=self.feed_send_timeout_s,
+            cors_origins=self.cors_origins,
+            sync_frame_limit=self.sync_frame_limit,
+            sync_max_message_bytes=self.sync_max_message_bytes,
             admin_dids=self.admin_dids,
             admin_token_max_lifetime_s=self.admin_token_max_lifetime_s,
             write_policy=self.write_gate_policy(),
+        )
+
+    def peering_config(self) -> PeeringConfig:
+        return PeeringConfig(
+            sync_interval_s=self.sync_interval_s,
+            reconcile_interval_s=self.reconcile_interval_s,
+            reconcile_window_s=self.reconcile_window_s,
+            reconcile_full_every=self.reconcile_full_every,
         )
 
 
@@ -192,6 +221,27 @@ def _seconds(text: str) -> float:
     return value
 
 
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``15m``, ``24h`` or ``7d``."""
+    raw = text.strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(raw[-1:])
+    number = raw[:-1] if scale is not None else raw
+    try:
+        value = float(number) * (scale or 1)
+    except ValueError:
+        raise ValueError(f"expected a duration like 90s, 15m, 24h or 7d, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"expected a positive duration, got {text!r}")
+    return value
+
+
+def _frame_limit(text: str) -> int:
+    value = _int_in(0)(text)
+    if 0 < value < 4096:
+        raise ValueError(f"expected 0 (no limit) or at least 4096 bytes, got {text!r}")
+    return value
+
+
 def _log_level(text: str) -> str:
     if text.strip().lower() not in LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
@@ -228,6 +278,33 @@ def _peers(text: str) -> tuple[PeerConfig, ...]:
 
 def _proxies(text: str) -> tuple[Network, ...]:
     return parse_trusted_proxies(_items(text))
+
+
+def parse_origin(text: str) -> str:
+    """``*`` or a browser origin ``http(s)://host[:port]`` (no path, query or fragment)."""
+    origin = text.strip()
+    if origin == "*":
+        return origin
+    try:
+        parts = urlsplit(origin)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if (
+        not port_ok
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
+        raise ValueError(f"expected * or an origin like https://app.example:8080, got {text!r}")
+    return origin
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(parse_origin(item) for item in _items(text)))
 
 
 def _dids(text: str) -> tuple[str, ...]:
@@ -324,7 +401,7 @@ OPTIONS: tuple[Option, ...] = (
         "PEERS",
         "list",
         _peers,
-        "peer URL, repeatable; URL#gossip+read-through+sync+live enables only those",
+        "peer URL, repeatable; URL#gossip+read-through+sync+live+reconcile enables only those",
         "URL[#behaviours]",
     ),
     Option(
@@ -353,6 +430,15 @@ OPTIONS: tuple[Option, ...] = (
         _int_in(1),
         f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
         "BYTES",
+    ),
+    Option(
+        "verify_threads",
+        "--verify-threads",
+        "VERIFY_THREADS",
+        "value",
+        _int_in(1, 64),
+        "threads checking signatures ahead of sequencing (default: one per core, up to 8)",
+        "N",
     ),
     Option(
         "log_level",
@@ -425,6 +511,62 @@ OPTIONS: tuple[Option, ...] = (
         _seconds,
         "changes feed: close a subscriber unwritable this long (default 30)",
         "SECONDS",
+    ),
+    Option(
+        "cors_origins",
+        "--cors-origin",
+        "CORS_ORIGINS",
+        "list",
+        _origins,
+        "allow browser clients from this origin (CORS), repeatable; * allows any (default: off)",
+        "ORIGIN",
+    ),
+    Option(
+        "reconcile_interval_s",
+        "--reconcile-interval",
+        "RECONCILE_INTERVAL",
+        "value",
+        _interval,
+        f"seconds between reconcile runs per #reconcile peer (default {RECONCILE_INTERVAL_S:g};"
+        " 0: only after start and after gaps)",
+        "SECONDS",
+    ),
+    Option(
+        "reconcile_window_s",
+        "--reconcile-window",
+        "RECONCILE_WINDOW",
+        "value",
+        parse_duration,
+        "periodic reconcile runs cover this much recent createdAt, e.g. 24h (default 24h)",
+        "DURATION",
+    ),
+    Option(
+        "reconcile_full_every",
+        "--reconcile-full-every",
+        "RECONCILE_FULL_EVERY",
+        "value",
+        _int_in(1),
+        f"every Nth periodic reconcile run covers everything (default {RECONCILE_FULL_EVERY})",
+        "N",
+    ),
+    Option(
+        "sync_frame_limit",
+        "--sync-frame-limit",
+        "SYNC_FRAME_LIMIT",
+        "value",
+        _frame_limit,
+        f"cap on our Negentropy replies; 0: none, else >= 4096"
+        f" (default {DEFAULT_SYNC_FRAME_LIMIT})",
+        "BYTES",
+    ),
+    Option(
+        "sync_max_message_bytes",
+        "--sync-max-message-bytes",
+        "SYNC_MAX_MESSAGE_BYTES",
+        "value",
+        _int_in(1),
+        f"Negentropy query cap, 413 beyond (default {DEFAULT_SYNC_MAX_MESSAGE_BYTES})",
+        "BYTES",
     ),
     Option(
         "admin_dids", "--admin-did", "ADMIN_DIDS", "list", _dids,

@@ -33,8 +33,10 @@ def relay_stats(table: DataFrame, heads: DataFrame, relays: list[str]) -> DataFr
     counts distinct CIDs. ``table`` is the token table (``spark.tokens``),
     partitioned by cid, so the per-relay distinct CIDs need no shuffle."""
     held = table.select("cid", "kind", F.explode(held_by(relays)).alias("relay"))
-    ops = held.dropDuplicates(["cid", "kind", "relay"]).groupBy("relay", "kind").agg(
-        F.count("*").alias("ops")
+    ops = (
+        held.dropDuplicates(["cid", "kind", "relay"])
+        .groupBy("relay", "kind")
+        .agg(F.count("*").alias("ops"))
     )
     chains = heads.groupBy("relay", "kind").agg(F.count("*").alias("chains"))
     return ops.join(chains, ["relay", "kind"], "left").fillna(0, ["chains"])
@@ -83,9 +85,7 @@ def partial_ops(held: DataFrame, relays: list[str]) -> DataFrame:
     partial = held.where(F.size("heldBy") < len(relays)).withColumn(
         "lackedBy", F.array_except(_relays(relays), F.col("heldBy"))
     )
-    targets = held.select(
-        F.col("cid").alias("targetCid"), F.col("heldBy").alias("targetHeldBy")
-    )
+    targets = held.select(F.col("cid").alias("targetCid"), F.col("heldBy").alias("targetHeldBy"))
     return partial.join(targets, "targetCid", "left").select(
         "cid", "kind", "chainId", "heldBy", "lackedBy", "targetCid", "targetHeldBy"
     )

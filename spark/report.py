@@ -93,8 +93,7 @@ def _order_key(row: dict[str, Any], order: list[str]) -> list[tuple[bool, str]]:
 
 def build_report(tables: Tables, relays: list[str], max_listed: int) -> dict[str, Any]:
     cs_partial = tables.partial.where(
-        "kind = 'countersign' AND (targetHeldBy IS NULL OR size(targetHeldBy) < "
-        f"{len(relays)})"
+        f"kind = 'countersign' AND (targetHeldBy IS NULL OR size(targetHeldBy) < {len(relays)})"
     )
     listed = {
         "divergent": (tables.chains.where("size(reasons) > 0"), ["chainId"]),
@@ -143,8 +142,10 @@ def summary(report: dict[str, Any]) -> str:
     if "invalidOps" in report:
         lines.append(f"invalid ops: {report['invalidOps']['total']}")
         for op in report["invalidOps"]["ops"][:10]:
-            lines.append(f"  invalid {op['cid']} ({op['kind']}): {op['reason']} "
-                         f"served by {', '.join(op['servedBy'])}")
+            lines.append(
+                f"  invalid {op['cid']} ({op['kind']}): {op['reason']} "
+                f"served by {', '.join(op['servedBy'])}"
+            )
     verdict = "CONVERGED" if report["converged"] else "DIVERGED"
     if report.get("verified") is False:
         verdict += ", INVALID OPS"

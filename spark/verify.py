@@ -39,8 +39,11 @@ from spark.verify_ops import chain_partition, identity_partition
 __all__ = ["invalid_ops"]
 
 RESULT = StructType(
-    [StructField("tokenHash", StringType()), StructField("cid", StringType()),
-     StructField("error", StringType())]
+    [
+        StructField("tokenHash", StringType()),
+        StructField("cid", StringType()),
+        StructField("error", StringType()),
+    ]
 )
 KEY = StructType([StructField("id", StringType()), StructField("mk", StringType())])
 HISTORY = StructType(
@@ -90,14 +93,22 @@ def _chain_errors(
         .withColumn("deletedAt", F.lit(None).cast(LongType()))
         .unionByName(
             signers.join(keys, "did").select(
-                F.concat(F.lit("c|"), "chainId").alias("gkey"), F.lit(0).alias("rowType"),
-                *none, "did", "keys", "deletedAt",
+                F.concat(F.lit("c|"), "chainId").alias("gkey"),
+                F.lit(0).alias("rowType"),
+                *none,
+                "did",
+                "keys",
+                "deletedAt",
             )
         )
         .unionByName(
             keys.select(
-                F.concat(F.lit("d|"), "did").alias("gkey"), F.lit(0).alias("rowType"),
-                *none, "did", "keys", "deletedAt",
+                F.concat(F.lit("d|"), "did").alias("gkey"),
+                F.lit(0).alias("rowType"),
+                *none,
+                "did",
+                "keys",
+                "deletedAt",
             )
         )
     )
@@ -123,15 +134,20 @@ def _countersign_rules(table: DataFrame, held: DataFrame, relays: list[str]) -> 
     missing = joined.where(
         F.col("targetHeldBy").isNull() | ~F.array_contains("targetHeldBy", F.col("relay"))
     ).select(
-        "cid", "relay", F.concat(F.lit("countersign target "), "targetCid",
-                                 F.lit(" is not held by the serving relay")).alias("reason")
+        "cid",
+        "relay",
+        F.concat(
+            F.lit("countersign target "), "targetCid", F.lit(" is not held by the serving relay")
+        ).alias("reason"),
     )
     self_signed = joined.where(F.col("witness") == F.col("targetAuthor")).select(
         "cid", "relay", F.lit("self-countersignature").alias("reason")
     )
-    pairs = cs.groupBy("relay", "targetCid", "witness").agg(
-        F.collect_set("cid").alias("cids")
-    ).where(F.size("cids") > 1)
+    pairs = (
+        cs.groupBy("relay", "targetCid", "witness")
+        .agg(F.collect_set("cid").alias("cids"))
+        .where(F.size("cids") > 1)
+    )
     duplicated = pairs.select(
         F.explode("cids").alias("cid"),
         "relay",

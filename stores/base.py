@@ -12,6 +12,8 @@ against the smallest one it needs:
 - ``BlobStore``       content-plane blobs keyed by (creator DID, documentCID)
 - ``PeerCursorStore`` sync cursors the peers issued
 - ``RelayIdentityStore`` the relay's own persistent DID and key
+- ``StatusStore``     what explains an op's status: where it sits in the log,
+                      what it waits for, its recent rejection; the buffer's summary
 - ``ModerationStore`` bans, purges, dropping buffered ops (``stores.moderation``)
 - ``AuditSource``     a consistent read-only snapshot of every row (``stores.audit``)
 
@@ -149,13 +151,17 @@ class LogPage:
 
 @dataclass(frozen=True, slots=True)
 class PendingOp:
-    """A raw token waiting for one missing dependency (``waits_for`` is empty
-    for a buffered op not attempted yet). ``received_at_ms`` is when it was
-    first buffered (0: unknown, e.g. buffered before schema v3)."""
+    """A raw token waiting for one missing dependency (``waits_for`` is ""
+    while it is buffered but not yet attempted). ``since_ms`` is when it first
+    started waiting; a backend keeps the first value while the op stays
+    buffered, however often it is parked again (None: not known).
+    ``received_at_ms`` is when it was first buffered (0: unknown, e.g.
+    buffered before schema v4)."""
 
     cid: str
     jws_token: str
     waits_for: DependencyKey
+    since_ms: int | None = None
     received_at_ms: int = 0
 
 
@@ -167,6 +173,50 @@ class Rejection:
     token_hash: str
     cid: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RejectionNote:
+    """Why the relay last rejected an op with this CID, kept to explain it
+    (``GET /operations/{cid}/status``). ``reason`` is the relay's reason
+    enum value; ``token_hash`` says which token was rejected. Bounded: a
+    backend keeps only the most recent notes (see ``record_rejection_notes``)."""
+
+    cid: str
+    reason: str
+    detail: str
+    at_ms: int
+    token_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OpLocation:
+    """Where a sequenced op sits: its log position and chain."""
+
+    cid: str
+    kind: OperationKind
+    chain_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary:
+    """The raw-op buffer at a glance.
+
+    ``waiting`` counts ops per dependency kind ("op" or "did", the prefix of
+    ``waits_for``); ``older[kind][i]`` counts those whose ``since_ms`` is at
+    or before ``cutoffs_ms[i]`` of the query (cumulative; unknown ``since``
+    is never counted older). ``unverified`` counts ops buffered but not yet
+    attempted. ``oldest`` is the waiting op with the earliest known ``since``.
+    """
+
+    waiting: dict[str, int]
+    older: dict[str, list[int]]
+    unverified: int
+    oldest: PendingOp | None
+
+
+DEPENDENCY_KINDS = ("op", "did")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +324,12 @@ class ProofReader(Protocol):
     async def get_identity_keys(
         self, dids: Collection[str]
     ) -> dict[str, list[IdentityKeyRecord]]: ...
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        """Those of ``cids`` that are in the log, and the key history of each
+        of ``dids`` (as ``get_identity_keys``): what a precheck reads, at once."""
+        ...
 
 
 class SequencingSession(Protocol):
@@ -335,6 +391,23 @@ class RelayIdentityStore(Protocol):
     async def put_relay_identity(self, identity: RelayIdentityRecord) -> None: ...
 
 
+class StatusStore(Protocol):
+    """Reads that explain an op's status, and the bounded rejection notes."""
+
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]: ...
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        """The buffered (raw or waiting) ops among ``cids``, with ``since_ms``."""
+        ...
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]: ...
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        """Upsert by CID (the latest note wins, and counts as the most recent),
+        then drop the oldest so that at most ``keep`` notes remain."""
+        ...
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary: ...
+
+
 class FeedStore(Protocol):
     """What the changes feed reads. A snapshot at seq S is every read bounded
     by ``seq <= S``: ops are append-only and never change, so such reads see
@@ -380,6 +453,20 @@ class FeedStore(Protocol):
         ...
 
 
+class SyncStore(Protocol):
+    """What reconciliation reads: every op as a (seq, createdAt, CID) item,
+    and the ops a peer asks for by CID."""
+
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        """``(seq, created_at_ms, cid)`` of entries with ``seq > after_seq``,
+        in seq order, at most ``limit``."""
+        ...
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        """The sequenced ops among ``cids`` (unknown CIDs are absent), with seq."""
+        ...
+
+
 class RelayStore(
     ProofReader,
     RawOpBuffer,
@@ -387,6 +474,8 @@ class RelayStore(
     PeerCursorStore,
     RelayIdentityStore,
     FeedStore,
+    StatusStore,
+    SyncStore,
     ModerationStore,
     AuditSource,
     Protocol,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -20,6 +20,7 @@ from dataclasses import replace
 from sortedcontainers import SortedList
 
 from stores.base import (
+    DEPENDENCY_KINDS,
     BeaconRecord,
     ChainRecord,
     CommitBatch,
@@ -29,8 +30,11 @@ from stores.base import (
     LogPage,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
+    PendingSummary,
     Rejection,
+    RejectionNote,
     RelayIdentityRecord,
     StateQuery,
     StateRows,
@@ -69,6 +73,7 @@ class MemoryStore(MemoryAdmin):
         self._roots: SortedList = SortedList()
         self._standalone_log: dict[str, list[int]] = defaultdict(list)
         self._epoch: str | None = None
+        self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
         MemoryAdmin.__init__(self)
 
     # lifecycle -------------------------------------------------------------
@@ -137,6 +142,11 @@ class MemoryStore(MemoryAdmin):
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
         return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
 
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        return {c for c in cids if c in self._ops}, await self.get_identity_keys(dids)
+
     async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
         return {d: self._beacons[d] for d in dids if d in self._beacons}
 
@@ -164,7 +174,17 @@ class MemoryStore(MemoryAdmin):
         # No await below: the whole batch applies atomically for other tasks.
         for op in batch.operations:
             seq = len(self._log) + 1
-            self._ops[op.cid] = replace(op, seq=seq)
+            self._ops[op.cid] = OperationRecord(  # not replace(): this runs per op
+                op.cid,
+                op.jws_token,
+                op.kind,
+                op.chain_id,
+                op.author_did,
+                op.parent_cid,
+                op.created_at_ms,
+                op.state,
+                seq,
+            )
             self._log_pos[op.cid] = len(self._log)
             if op.kind in CHAIN_KINDS:
                 self._chain_log[op.chain_id].append(len(self._log))
@@ -181,21 +201,24 @@ class MemoryStore(MemoryAdmin):
             self._countersigs[cs.target_cid].setdefault(cs.witness_did, cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
-        for cid in batch.resolved_cids:
+        for cid in batch.resolved_cids - batch.waiting.keys():
             self._raw.pop(cid, None)
             self._received.pop(cid, None)
             self._drop_pending(cid)
         for cid, pending in batch.waiting.items():
-            self._drop_pending(cid)
+            old = self._drop_pending(cid)
+            if old is not None and old.since_ms is not None:  # keeps waiting since then
+                pending = replace(pending, since_ms=old.since_ms)
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
         return len(self._log)
 
-    def _drop_pending(self, cid: str) -> None:
+    def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)
-        if old is not None:
-            self._waiters.get(old.waits_for, set()).discard(cid)
+        if old is not None and (waiters := self._waiters.get(old.waits_for)) is not None:
+            waiters.discard(cid)
+        return old
 
     # changes feed ------------------------------------------------------------
     def _feed_entry(self, cid: str) -> FeedEntry:
@@ -204,6 +227,14 @@ class MemoryStore(MemoryAdmin):
             op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
             op.created_at_ms, op.parent_cid, op.state,
         )  # fmt: skip
+
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        window, _ = live_after(self._log, max(after_seq, 0), limit)  # purged ops: skipped
+        return [(e.seq, self._ops[e.cid].created_at_ms, e.cid) for e in window]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        return {c: self._ops[c] for c in cids if c in self._ops}
 
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         # positions of purged ops hold None: skip them, still up to ``limit`` entries
@@ -273,6 +304,41 @@ class MemoryStore(MemoryAdmin):
 
     async def count_unsequenced(self) -> int:
         return len(self._raw)
+
+    # op status -------------------------------------------------------------
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
+        found = (self._ops[c] for c in cids if c in self._ops)
+        return {op.cid: OpLocation(op.cid, op.kind, op.chain_id, op.seq) for op in found}
+
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        found = (c for c in cids if c in self._raw)
+        return {c: self._pending.get(c) or PendingOp(c, self._raw[c], "") for c in found}
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
+        return {c: self._notes[c] for c in cids if c in self._notes}
+
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        for note in notes:
+            self._notes.pop(note.cid, None)
+            self._notes[note.cid] = note  # now the most recent
+        while len(self._notes) > max(keep, 0):
+            self._notes.popitem(last=False)
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary:
+        waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
+        older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
+        oldest: PendingOp | None = None
+        for op in self._pending.values():
+            kind = "op" if op.waits_for.startswith("op:") else "did"
+            waiting[kind] += 1
+            if op.since_ms is None:
+                continue
+            for i, cutoff in enumerate(cutoffs_ms):
+                older[kind][i] += op.since_ms <= cutoff
+            if oldest is None or (op.since_ms, op.cid) < (oldest.since_ms or 0, oldest.cid):
+                oldest = op
+        unverified = len(self._raw) - len(self._pending)
+        return PendingSummary(waiting, older, unverified, oldest)
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:

@@ -73,7 +73,7 @@ class MemoryAdmin:
         self._bans: dict[str, BanRecord] = {}
         self._purged: list[PurgedOperation] = []
 
-    def _drop_pending(self, cid: str) -> None:
+    def _drop_pending(self, cid: str) -> PendingOp | None:
         raise NotImplementedError
 
     # bans and purge records ----------------------------------------------------

@@ -39,6 +39,8 @@ from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
+from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
+from stores.sqlite_session import SqliteSession
 
 READERS = 2
 BUSY_TIMEOUT_MS = 30_000
@@ -81,6 +83,10 @@ class _SqliteConn:
             return await self.db._execute(fn, *args)
         except sqlite3.Error as exc:
             raise _describe(self._path, exc) from exc
+
+    async def hop(self, fn: Any, *args: Any) -> Any:
+        """``fn(db, *args)`` on the connection's thread, in one hand-off."""
+        return await self._hop(fn, self.db._conn, *args)
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return list(await self._hop(_fetchall, self.db._conn, sql, params))
@@ -161,6 +167,8 @@ class SqliteStore(SqlStore):
         self._readers: list[_SqliteConn] = []
         self._rr = itertools.count()
         self._lock = asyncio.Lock()
+        self._checkpoints: _SqliteConn | None = None
+        self._checkpointer: Checkpointer | None = None
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -172,7 +180,12 @@ class SqliteStore(SqlStore):
             mode = await self._writer.fetch("PRAGMA journal_mode = WAL")
             if not mode or str(mode[0][0]).lower() != "wal":
                 raise StoreError(f"SQLite file {self.path}: cannot enable WAL mode ({mode})")
+            await self._writer.execute(WRITER_PRAGMA)
             await self._migrate(self._writer)
+            self._checkpoints = await self._connect()
+            # copies WAL frames to the file: no use for a large page cache
+            await self._checkpoints.execute(CHECKPOINTER_CACHE_PRAGMA)
+            self._checkpointer = Checkpointer(self._checkpoints)
             for _ in range(self._n_readers):
                 reader = await self._connect()
                 await reader.execute("PRAGMA query_only = ON")
@@ -209,8 +222,11 @@ class SqliteStore(SqlStore):
             raise
 
     async def close(self) -> None:
-        conns = [c for c in (self._writer, *self._readers) if c is not None]
-        self._writer, self._readers = None, []
+        if self._checkpointer is not None:
+            await self._checkpointer.close()
+        conns = [c for c in (self._writer, self._checkpoints, *self._readers) if c is not None]
+        self._writer, self._readers, self._checkpoints = None, [], None
+        self._checkpointer = None
         for conn in conns:
             await conn.db.close()
 
@@ -246,12 +262,13 @@ class SqliteStore(SqlStore):
     async def sequencing(self) -> AsyncIterator[SqlSession]:
         writer = self._live_writer()
         async with self._lock:
-            await writer.begin()
-            session = SqlSession(writer, self._q, self._d, writer.end)
+            session = SqliteSession(writer, self._q, self._d, writer.end)
             try:
                 yield session
             finally:
                 await session.close()
+        if session.new_head is not None and self._checkpointer is not None:
+            self._checkpointer.committed()
 
     @asynccontextmanager
     async def audit_snapshot(self) -> AsyncIterator[SqlAuditSnapshot]:

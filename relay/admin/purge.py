@@ -112,7 +112,9 @@ async def buffered_by(
         for pending in page:
             if did is not None and signer_of_token(pending.cid, pending.jws_token) != did:
                 continue
-            if older_than_ms is not None and pending.received_at_ms > older_than_ms:
+            # ops buffered by a commit (they waited at once) carry only since_ms
+            arrived = pending.received_at_ms or pending.since_ms or 0
+            if older_than_ms is not None and arrived > older_than_ms:
                 continue
             found.add(pending.cid)
         if len(page) < RAW_PAGE:

@@ -55,6 +55,7 @@ class AdminHost(Protocol):
     async def sync_peer(self, url: str) -> int: ...
     def peer_states(self) -> list[PeerState]: ...
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]: ...
+    def forget_purged(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,7 @@ class Admin:
         async with store.moderating() as session:
             batch = await plan_purge(store, did, self.host.clock())
             dropped = await session.apply_moderation(batch)
+        self.host.forget_purged()
         seqs = [op.seq for op in batch.operations]
         return PurgeReport(
             len(batch.operations),

@@ -6,6 +6,8 @@
     dfos-relay dump-log URL -o FILE.jsonl   page a relay's GET /log into JSON Lines
     dfos-relay import FILE.jsonl [--store URL]
                                             ingest an export through the pipeline
+    dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--store URL]
+                                            reconcile a store with a peer relay once
     dfos-relay converge ...                 the Spark convergence job
     dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
 
@@ -82,6 +84,23 @@ def build_parser() -> argparse.ArgumentParser:
         "reset-epoch", help="start a new epoch (followers get 410 and bootstrap again)"
     )
     reset.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+    rec = commands.add_parser("reconcile", help="reconcile a store with a peer relay once")
+    rec.add_argument("url", metavar="URL", help="base URL of the peer relay")
+    way = rec.add_mutually_exclusive_group()
+    for name, text in (("pull", "only fetch what we lack"), ("push", "only send what it lacks"),
+                       ("both", "both (the default)")):  # fmt: skip
+        way.add_argument(f"--{name}", dest="direction", action="store_const", const=name, help=text)
+    rec.add_argument(
+        "--window", metavar="DURATION", help="only ops created in the last DURATION (e.g. 24h)"
+    )
+    rec.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    rec.add_argument(
         "--store",
         default=None,
         metavar="URL",
@@ -197,6 +216,26 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 130
 
 
+def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli.reconcile import ReconcileCommandError, reconcile_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError, parse_duration
+
+    try:
+        window = parse_duration(args.window) if args.window is not None else None
+    except ValueError as exc:
+        return _fail("reconcile", f"--window: {exc}", EXIT_USAGE)
+    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    try:
+        coro = reconcile_command(args.url, store, args.direction or "both", window, args.json)
+        return asyncio.run(coro)
+    except SettingsError as exc:
+        return _fail("reconcile", exc, EXIT_USAGE)
+    except ReconcileCommandError as exc:
+        return _fail("reconcile", exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
+
+
 def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.verify import VerifyError, verify_store_command
     from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
@@ -221,6 +260,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return _feed(args, environ)
     if args.command == "converge":
         return _converge(args)
+    if args.command == "reconcile":
+        return _reconcile(args, environ)
     if args.command == "verify-store":
         return _verify(args, environ)
     return _transfer(args, environ)

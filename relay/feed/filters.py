@@ -42,6 +42,11 @@ class FeedFilter:
     authors: frozenset[str] | None = None
     chains: frozenset[str] | None = None
 
+    @property
+    def is_open(self) -> bool:
+        """No kind, author or chain filter: every entry matches."""
+        return self.kinds is None and self.authors is None and self.chains is None
+
     def matches(self, kind: str, author: str, chain_id: str) -> bool:
         return (
             (self.kinds is None or kind in self.kinds)

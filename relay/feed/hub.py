@@ -5,7 +5,20 @@ queued per subscriber, so a slow one only lags. Commits in this process
 notify at once (the ingestor's listener); commits by other processes that
 share the store (hypercorn workers, other hosts) are pushed by the store
 where it can (Postgres LISTEN/NOTIFY), and otherwise seen by a cheap
-head-seq poll that runs only while someone is subscribed (SQLite).
+head-seq poll that runs only while someone is subscribed (SQLite). The
+same task ticks the heartbeat: every ``heartbeat_s`` it wakes the waiters
+without a new version, and they send a keep-alive. No timer per waiter.
+
+Wake-ups are coalesced so that, while commits stream in, fan-outs take a
+bounded share of the loop. The hub measures each fan-out F (the CPU time
+of this thread from a wake-up until nine in ten of the woken subscribers
+wait again; CPU, so that a busy machine does not inflate it) and wakes
+again no sooner than ``FANOUT_SPACING`` x F later (at most
+``MAX_WAKE_INTERVAL_S``): fan-outs then take at most about a fifth of the
+time. A cheap fan-out, or a quiet relay, wakes at once; ``known_head``
+moves at every commit, so a subscriber busy sending sees it when it looks
+next. Before waking, the hub lets the feed read the new entries once for
+all (``before_wake``).
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from stores.base import FeedStore
@@ -21,6 +35,10 @@ log = logging.getLogger("dfos_relay.feed")
 
 DEFAULT_POLL_INTERVAL_S = 0.25
 PUSHED_POLL_INTERVAL_S = 2.0  # with pushed commits the poll is only a safety net
+DEFAULT_HEARTBEAT_S = 15.0
+FANOUT_SPACING = 4.0  # the next wake-up waits 4x the last fan-out: fan-outs <= ~1/5 of the time
+FANOUT_DONE = 0.9  # a fan-out is over when this share of the woken subscribers wait again
+MAX_WAKE_INTERVAL_S = 1.0
 
 
 class FeedHub:
@@ -28,35 +46,99 @@ class FeedHub:
         self,
         head_seq: Callable[[], Awaitable[int]],
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     ) -> None:
         self._head_seq = head_seq
         self._poll_interval_s = poll_interval_s
+        self._heartbeat_s = heartbeat_s
+        self._last_wake = float("-inf")
+        self._pending: asyncio.TimerHandle | None = None
+        self._fanout_s = 0.0  # the CPU time the last complete fan-out took
+        self._fanout_start = 0.0
+        self._fanout_left = 0  # woken subscribers still to wait again
         self._event = asyncio.Event()
         self.version = 0
         self.known_head = 0
         self._waiters = 0
         self._poller: asyncio.Task[None] | None = None
         self._unwatch: Callable[[], Awaitable[None]] | None = None
+        # run before each wake-up: the feed reads the new entries once, for all
+        self.before_wake: Callable[[int], Awaitable[None]] | None = None
+        self._waking: asyncio.Task[None] | None = None
 
     def notify(self, head_seq: int | None = None) -> None:
-        """Something was committed (up to ``head_seq`` when known)."""
-        if head_seq is not None:
-            if head_seq <= self.known_head:
-                return
-            self.known_head = head_seq
+        """Something was committed (up to ``head_seq`` when known); without
+        a head (the relay stops, or a reset), wake everyone at once."""
+        if head_seq is None:
+            self.version += 1
+            self._release()
+            return
+        if head_seq <= self.known_head:
+            return
+        self.known_head = head_seq
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._wake()
+            return
+        if self._pending is not None:
+            return  # a wake-up is due; it covers this commit too
+        spacing = min(FANOUT_SPACING * self._fanout_s, MAX_WAKE_INTERVAL_S)
+        delay = self._last_wake + spacing - loop.time()
+        if delay <= 0:
+            self._wake()
+        else:
+            self._pending = loop.call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         self.version += 1
+        if self._waking is not None:
+            return  # the wake-up being prepared covers this version too
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self.before_wake is None:
+            self._fan_out()
+        else:
+            self._waking = loop.create_task(self._prepare_and_fan_out(self.before_wake))
+
+    async def _prepare_and_fan_out(self, before_wake: Callable[[int], Awaitable[None]]) -> None:
+        try:
+            await before_wake(self.known_head)
+        except Exception as exc:  # subscribers then read for themselves
+            log.warning("feed prefetch failed: %s", exc)
+        finally:
+            self._waking = None
+            self._fan_out()
+
+    def _fan_out(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self._last_wake = asyncio.get_running_loop().time()
+            self._fanout_start = time.thread_time()
+            self._fanout_left = int(FANOUT_DONE * self._waiters)
+        self._release()
+
+    def _release(self) -> None:
         event, self._event = self._event, asyncio.Event()
         event.set()
 
-    async def wait(self, version: int, timeout_s: float) -> bool:
-        """Until the version moves past ``version`` (True) or the timeout (False)."""
+    async def wait(self, version: int) -> bool:
+        """Until the version moves past ``version`` (True), or the heartbeat
+        tick (False: nothing new, send a keep-alive)."""
         if self.version != version:
             return True
+        if self._fanout_left > 0:
+            self._fanout_left -= 1
+            if self._fanout_left == 0:
+                self._fanout_s = time.thread_time() - self._fanout_start
         self._waiters += 1
         self._ensure_poller()
         try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout_s)
+            await self._event.wait()
         finally:
             self._waiters -= 1
         return self.version != version
@@ -66,13 +148,18 @@ class FeedHub:
             self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        beat = loop.time() + self._heartbeat_s
         try:
             while self._waiters > 0:
                 try:
                     self.notify(await self._head_seq())
                 except Exception as exc:  # the store is down: subscribers just wait
                     log.warning("feed head poll failed: %s", exc)
-                await asyncio.sleep(self._poll_interval_s)
+                if loop.time() >= beat:
+                    beat = loop.time() + self._heartbeat_s
+                    self._release()
+                await asyncio.sleep(min(self._poll_interval_s, self._heartbeat_s))
         finally:
             self._poller = None
 
@@ -91,6 +178,13 @@ class FeedHub:
         unwatch, self._unwatch = self._unwatch, None
         if unwatch is not None:
             await unwatch()
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        if self._waking is not None:
+            self._waking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._waking
         self.notify()
         if self._poller is not None:
             self._poller.cancel()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +36,19 @@ class Snapshot:
     item: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
-    entry: FeedEntry
-    token: ProgressToken
+    """One op as every subscriber receives it: the entry, its token, its
+    JSON body (encoded once) and each transport's framing (computed once,
+    by the first subscriber that sends it; see ``relay.feed.cache``)."""
+
+    __slots__ = ("_framed", "entry", "json", "seq", "token")
+
+    def __init__(self, entry: FeedEntry, epoch: str) -> None:
+        self.entry = entry
+        self.seq = entry.seq
+        self.token = ProgressToken(epoch, entry.seq, entry.cid)
+        self.json = json.dumps(self.to_json())
+        self._framed: dict[str, bytes] = {}
 
     def to_json(self) -> dict[str, Any]:
         e = self.entry
@@ -49,6 +60,26 @@ class Event:
             "chainId": e.chain_id,
             "jwsToken": e.jws_token,
         }
+
+    def framed(self, transport: str, frame: Callable[[Event], bytes]) -> bytes:
+        """This event framed for ``transport``; ``frame`` runs once per event."""
+        out = self._framed.get(transport)
+        if out is None:
+            out = self._framed[transport] = frame(self)
+        return out
+
+    def size(self) -> int:
+        """Roughly the bytes it holds: the JWS, its JSON, and one framing."""
+        return len(self.entry.jws_token) + 2 * len(self.json)
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """Consecutive matching events, sent together; ``end`` is the last seq
+    scanned (events filtered out count as passed once these are sent)."""
+
+    events: list[Event]
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,4 +94,4 @@ class Heartbeat:
     """Nothing new for a while (live): transports send a keep-alive."""
 
 
-FeedMessage = Status | Snapshot | Event | Eose | Heartbeat
+FeedMessage = Status | Snapshot | Events | Eose | Heartbeat

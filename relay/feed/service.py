@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from relay.feed.cache import EventCache
 from relay.feed.errors import FeedBusy, FeedGone, FeedRequestError
 from relay.feed.filters import FeedFilter
 from relay.feed.hub import FeedHub
-from relay.feed.messages import Eose, Event, FeedMessage, Heartbeat, Snapshot, Status
+from relay.feed.messages import Eose, Events, FeedMessage, Heartbeat, Snapshot, Status
 from relay.feed.snapshot import snapshot_items
 from relay.feed.tokens import ProgressToken
 from stores.base import FeedStore
@@ -34,8 +35,13 @@ class Feed:
         self.store = store
         self.config = config
         self._stream_id = stream_id
-        self.hub = FeedHub(store.log_length, config.poll_interval_s)
+        self.hub = FeedHub(store.log_length, config.poll_interval_s, config.heartbeat_s)
+        self.cache = EventCache(store)
+        self.hub.before_wake = self._prefetch
         self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
+
+    async def _prefetch(self, head: int) -> None:
+        await self.cache.prefetch(head)  # read once for every subscriber the hub wakes
 
     async def describe(self) -> dict[str, Any]:
         """The well-known ``changesFeed`` document."""
@@ -94,8 +100,7 @@ class Subscription:
         self.filter = flt
         self.transport = transport
         self.epoch = epoch
-        self.cursor = start  # the last seq scanned (delivered or filtered out)
-        self.delivered_seq = start
+        self.cursor = start  # the last seq passed: sent, or filtered out before one sent
         self._head = head
         self._active = False
 
@@ -122,7 +127,7 @@ class Subscription:
             yield Status("bootstrap", s, self.epoch, stream_id, s)
             async for item in snapshot_items(store, s, flt):
                 yield Snapshot(item)
-            self.cursor = self.delivered_seq = s
+            self.cursor = s
             yield Eose(ProgressToken(self.epoch, s))
             if not flt.live:
                 return
@@ -131,35 +136,44 @@ class Subscription:
         async for message in self._tail():
             yield message
 
+    def passed(self, seq: int) -> None:
+        """The transport has sent everything up to ``seq`` (the resume point)."""
+        if seq > self.cursor:
+            self.cursor = seq
+
     async def _tail(self) -> AsyncIterator[FeedMessage]:
         flt = self.filter
         hub = self.feed.hub
+        cache = self.feed.cache
         remaining = flt.limit
         eose_sent = False
         while True:
-            version = hub.version  # read before the store: no wake-up can be missed
-            head = await self.feed.store.log_length()
-            upto = head if flt.until_seq is None else min(head, flt.until_seq)
+            version = hub.version  # read before the head: no wake-up can be missed
+            # the hub knows the head: every commit notifies it (this process's
+            # at once, others' by push or poll), so no store read per subscriber
+            upto = hub.known_head if flt.until_seq is None else min(hub.known_head, flt.until_seq)
             while self.cursor < upto:
-                page = await self.feed.store.read_seq_range(self.cursor, upto, PAGE)
-                if not page:
+                batch = await cache.read(self.epoch, self.cursor, upto, PAGE)
+                if not batch:
                     break
-                for entry in page:
-                    self.cursor = entry.seq
-                    if not flt.matches_entry(entry):
-                        continue
-                    self.delivered_seq = entry.seq
-                    yield Event(entry, ProgressToken(self.epoch, entry.seq, entry.cid))
-                    if remaining is not None:
-                        remaining -= 1
-                        if remaining == 0:
-                            yield Eose(self.token)
-                            return
+                events = batch if flt.is_open else [e for e in batch if flt.matches_entry(e.entry)]
+                end = batch[-1].seq
+                if remaining is not None and len(events) >= remaining:
+                    events = events[:remaining]
+                    end = events[-1].seq
+                if events:
+                    yield Events(events, end)
+                self.passed(end)  # the transport sent them all (it asked for more)
+                if remaining is not None:
+                    remaining -= len(events)
+                    if remaining == 0:
+                        yield Eose(self.token)
+                        return
             done = flt.until_seq is not None and self.cursor >= flt.until_seq
             if not eose_sent or done:
                 yield Eose(self.token)
                 eose_sent = True
             if done or not flt.live:
                 return
-            if not await hub.wait(version, self.feed.config.heartbeat_s):
+            if not await hub.wait(version):
                 yield Heartbeat()

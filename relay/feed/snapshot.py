@@ -14,7 +14,7 @@ from typing import Any
 
 from relay.feed.filters import FeedFilter
 from relay.protocol import ContentState, IdentityState
-from relay.rules.heads import head_key
+from relay.rules.forks import tips_of
 from stores.base import FeedEntry, FeedStore, OperationKind
 
 PAGE = 500
@@ -59,9 +59,8 @@ async def _item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any] | N
 
 async def _chain_item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any]:
     ops = await store.read_chain_entries(root.chain_id, (root.kind,), s)
-    parents = {op.parent_cid for op in ops if op.parent_cid is not None}
-    tips = [op for op in ops if op.cid not in parents]
-    head = max(tips, key=lambda op: head_key(op.created_at_ms, op.cid))
+    tips = tips_of(ops)  # head-key order: the head is last
+    head = tips[-1]
     kind = _CHAIN_KINDS[root.kind]
     state = head.state or {}
     wire_state = (
@@ -77,7 +76,7 @@ async def _chain_item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, An
         "headCID": head.cid,
         "tips": [
             {"cid": op.cid, "createdAt": op.created_at_ms, "head": op.cid == head.cid}
-            for op in sorted(tips, key=lambda op: head_key(op.created_at_ms, op.cid))
+            for op in tips
         ],
         "state": wire_state,
         "seq": max(op.seq for op in ops),

@@ -9,15 +9,19 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route, WebSocketRoute
 
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import changes, content, proof
+from . import changes, changes_ws, content, forks, proof, sync
 from .admin import ADMIN_ROUTES
+from .did import DID_ROUTES
 from .errors import EXCEPTION_HANDLERS
+from .forks import FORK_ROUTES
 from .ops import OPS_ROUTES
+from .status import STATUS_ROUTES
 
 if TYPE_CHECKING:
     from relay.engine import Relay
@@ -33,9 +37,10 @@ PROOF_ROUTES = [
     ),
     Route("/countersignatures/{cid}", proof.get_countersignatures, methods=["GET"]),
     Route("/identities/{did}", proof.get_identity, methods=["GET"]),
-    Route("/identities/{did}/log", proof.get_identity_log, methods=["GET"]),
+    # the chain logs, plus ?branch=<cid> (additive: one fork branch)
+    Route("/identities/{did}/log", forks.get_identity_log, methods=["GET"]),
     Route("/content/{content_id}", proof.get_content, methods=["GET"]),
-    Route("/content/{content_id}/log", proof.get_content_log, methods=["GET"]),
+    Route("/content/{content_id}/log", forks.get_content_log, methods=["GET"]),
     Route("/beacons/{did}", proof.get_beacon, methods=["GET"]),
     Route("/log", proof.get_log, methods=["GET"]),
 ]
@@ -43,7 +48,13 @@ PROOF_ROUTES = [
 # The changes feed (additive): SSE, or a WebSocket upgrade of the same path.
 FEED_ROUTES = [
     Route("/changes", changes.changes_sse, methods=["GET"]),
-    WebSocketRoute("/changes", changes.changes_ws),
+    WebSocketRoute("/changes", changes_ws.changes_ws),
+]
+
+# Reconciliation (additive): Negentropy V1 rounds, ops by CID for transfer.
+SYNC_ROUTES = [
+    Route("/sync/negentropy", sync.post_negentropy, methods=["POST"]),
+    Route("/sync/operations", sync.post_sync_operations, methods=["POST"]),
 ]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
@@ -54,10 +65,33 @@ CONTENT_ROUTES = [
 ]
 
 
+# CORS (off unless origins are configured): what browser clients may send and read.
+CORS_METHODS = ("GET", "POST", "PUT")
+CORS_HEADERS = ("Authorization", "Content-Type", "Last-Event-ID", "X-Request-ID")
+CORS_EXPOSED = ("X-DFOS-Cursor", "X-Request-ID", "Retry-After")
+CORS_MAX_AGE_S = 600
+
+
 def middleware_for(relay: Relay) -> list[Middleware]:
-    """Outermost first: request id + latency + access log, then rate limit."""
+    """Outermost first: request id + latency + access log, CORS (when on: its
+    headers reach every answer, a 429 included), then rate limit."""
+    cors = relay.config.cors_origins
     return [
         Middleware(RequestContextMiddleware, metrics=relay.metrics),
+        *(
+            [
+                Middleware(
+                    CORSMiddleware,
+                    allow_origins=list(cors),
+                    allow_methods=list(CORS_METHODS),
+                    allow_headers=list(CORS_HEADERS),
+                    expose_headers=list(CORS_EXPOSED),
+                    max_age=CORS_MAX_AGE_S,
+                )
+            ]
+            if cors
+            else []
+        ),
         Middleware(
             RateLimitMiddleware,
             limit=relay.config.rate_limit,
@@ -76,7 +110,18 @@ def build_app(relay: Relay) -> Starlette:
             await relay.stop()
 
     app = Starlette(
-        routes=[*PROOF_ROUTES, *FEED_ROUTES, *CONTENT_ROUTES, *OPS_ROUTES, *ADMIN_ROUTES],
+        # status first: /operations/pending must not match /operations/{cid}
+        routes=[
+            *STATUS_ROUTES,
+            *PROOF_ROUTES,
+            *FORK_ROUTES,
+            *DID_ROUTES,
+            *FEED_ROUTES,
+            *SYNC_ROUTES,
+            *CONTENT_ROUTES,
+            *OPS_ROUTES,
+            *ADMIN_ROUTES,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
         middleware=middleware_for(relay),

@@ -53,6 +53,11 @@ async def metrics(request: Request) -> Response:
     if relay.started:
         try:
             await relay.metrics.refresh(relay.store)
+            overview = await relay.status.overview()
+            by_dependency = {kind: ages.count for kind, ages in overview.by_dependency.items()}
+            relay.metrics.set_pending(
+                {**by_dependency, "none": overview.unverified}, overview.oldest_age_s
+            )
         except Exception as exc:  # a scrape still answers the in-memory series
             log.warning("metrics: store gauges unavailable: %s", exc)
     return Response(relay.metrics.render(), media_type=CONTENT_TYPE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -38,6 +39,7 @@ async def well_known(request: Request) -> JSONResponse:
             "profile": relay.profile_token,
             # additive to v0.7.1
             "changesFeed": await relay.feed.describe(),
+            "sync": relay.describe_sync(),
         }
     )
 
@@ -45,9 +47,12 @@ async def well_known(request: Request) -> JSONResponse:
 def parse_operations_body(body: bytes) -> list[str]:
     """The ``{"operations": [...]}`` body of POST /operations, or 400."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "request body is not valid JSON") from exc
+        data = orjson.loads(body)  # fast; json decides whatever orjson refuses
+    except orjson.JSONDecodeError:
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or "operations" not in data:
         raise ApiError(400, 'request body must be {"operations": [...]}')
     ops = data["operations"]
@@ -99,7 +104,7 @@ async def get_countersignatures(request: Request) -> JSONResponse:
     return JSONResponse({"cid": cid, "operationCID": cid, "countersignatures": tokens})
 
 
-async def _chain_or_404(
+async def chain_or_404(
     request: Request, kind: Literal["identity", "content"], chain_id: str
 ) -> ChainRecord:
     relay = relay_of(request)
@@ -115,12 +120,12 @@ async def _chain_or_404(
 
 
 async def get_identity(request: Request) -> JSONResponse:
-    chain = await _chain_or_404(request, "identity", request.path_params["did"])
+    chain = await chain_or_404(request, "identity", request.path_params["did"])
     return JSONResponse(wire.identity(chain))
 
 
 async def get_content(request: Request) -> JSONResponse:
-    chain = await _chain_or_404(request, "content", request.path_params["content_id"])
+    chain = await chain_or_404(request, "content", request.path_params["content_id"])
     return JSONResponse(wire.content(chain))
 
 
@@ -129,7 +134,7 @@ async def _chain_log(
 ) -> LogPage | None:
     """The page after ``after``, or None when ``after`` is not in this chain."""
     after, limit = page_params(request)
-    await _chain_or_404(request, kind, chain_id)
+    await chain_or_404(request, kind, chain_id)
     try:
         return await relay_of(request).store.read_chain_log(chain_id, after, limit)
     except UnknownCursorError:

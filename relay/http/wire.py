@@ -3,9 +3,12 @@ here and nowhere else."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from relay.ingest.status import OpStatus, PendingOverview
 from relay.protocol import ContentState, IdentityState
+from relay.rules.forks import HEAD_RULE, ChainOp, head_reason
 from relay.rules.outcomes import IngestionResult
 from stores.base import BeaconRecord, ChainRecord, LogPage, OperationRecord
 
@@ -73,4 +76,64 @@ def chain_log(page: LogPage) -> dict[str, Any]:
     return {
         "entries": [{"cid": e.cid, "jwsToken": e.jws_token} for e in page.entries],
         "cursor": page.cursor,
+    }
+
+
+# -- additive routes (op status, pending overview, fork tips) --------------------
+
+
+def op_status(status: OpStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {"cid": status.cid, "status": status.state.value}
+    if status.location is not None:
+        loc = status.location
+        out.update(seq=loc.seq, kind=loc.kind, chainType=_CHAIN_TYPE.get(loc.kind, loc.kind))
+        out["chainId"] = loc.chain_id
+    elif status.pending is not None:
+        waits_for = status.pending.waits_for or None
+        out.update(waitingFor=waits_for, since=status.pending.since_ms)
+        if waits_for is None:
+            out["detail"] = "received, not verified yet"
+        else:  # the key, split: "op:<cid>" / "did:<did>"
+            kind, _, ident = waits_for.partition(":")
+            out["dependency"] = {"kind": kind, "id": ident}
+    elif status.note is not None:
+        note = status.note
+        out.update(reason=note.reason, detail=note.detail, rejectedAt=note.at_ms)
+        out["tokenHash"] = note.token_hash or None
+    return out
+
+
+def pending_overview(overview: PendingOverview) -> dict[str, Any]:
+    oldest = overview.oldest
+    return {
+        "at": overview.at_ms,
+        "total": overview.total,
+        "unverified": overview.unverified,
+        "byDependency": {
+            kind: {"count": ages.count, "ages": ages.ages}
+            for kind, ages in overview.by_dependency.items()
+        },
+        "oldest": None
+        if oldest is None
+        else {
+            "cid": oldest.cid,
+            "waitingFor": oldest.waits_for,
+            "since": oldest.since_ms,
+            "ageSeconds": overview.oldest_age_s,
+        },
+    }
+
+
+def chain_tips(tips: Sequence[ChainOp]) -> dict[str, Any]:
+    """Tips in head-key order (the head last), as the feed snapshot lists them."""
+    head = tips[-1]
+    return {
+        "headCID": head.cid,
+        "headRule": HEAD_RULE,
+        "headReason": head_reason(tips).value,
+        "forked": len(tips) > 1,
+        "tips": [
+            {"cid": op.cid, "createdAt": op.created_at_ms, "head": op.cid == head.cid}
+            for op in tips
+        ],
     }

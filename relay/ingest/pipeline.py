@@ -2,11 +2,11 @@
 (WEB-RELAY.md "Operation Ingestion", "Convergence").
 
 1. Decode and classify every token; malformed ones are rejected on their own
-   line. Well-formed tokens are buffered raw (idempotent) before anything is
-   verified.
-2. Precheck, outside any lock: derive CIDs and check signatures against the
-   keys the signers are known to hold (``precheck.py``), so the serialized
-   pass below spends its time on chain rules, not on cryptography.
+   line.
+2. Precheck, outside any lock and on several threads: derive CIDs and check
+   signatures against the keys the signers are known to hold (``precheck.py``,
+   ``parallel.py``), so the serialized pass below spends its time on chain
+   rules, not on cryptography.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
    verifies and passes the write gate (``policy.py``). Ops that miss a
@@ -16,6 +16,12 @@
    policy's decision are decided together after the round (bounded) and
    attempted again in the next.
 4. Commit the session atomically, then tell listeners (gossip) what is new.
+
+Store-then-verify, folded into one transaction: an op that must wait is
+written to the raw-op buffer by the commit of the session that parked it
+(with the key it waits for); an op sequenced or rejected within its own
+request never gets a buffer row. Nothing is answered before that commit, so
+a crash before it loses nothing a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
@@ -37,8 +43,10 @@ from .common import Accepted, Duplicate, Outcome, Submitted
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
+from .notes import RejectionEvent, RejectionNotes, rejection_event
+from .parallel import PrecheckPool
 from .policy import Held, Refused, WriteGate
-from .precheck import precheck_submitted
+from .precheck import precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
 
@@ -90,11 +98,19 @@ class Ingestor:
     """Serializes all chain-state changes of one relay process."""
 
     def __init__(
-        self, store: RelayStore, clock: Clock, max_pending: int, gate: WriteGate | None = None
+        self,
+        store: RelayStore,
+        clock: Clock,
+        max_pending: int,
+        max_rejection_notes: int,
+        gate: WriteGate | None = None,
+        verify_threads: int | None = None,
     ) -> None:
         self._store = store
+        self._pool = PrecheckPool(verify_threads)
         self._clock = clock
         self._max_pending = max_pending
+        self.rejections = RejectionNotes(store, max_rejection_notes)
         self.gate = gate
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
@@ -106,17 +122,26 @@ class Ingestor:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def close(self) -> None:
+        """Stop the precheck threads (they are started again on demand)."""
+        self._pool.close()
+
     async def ingest(
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]:
         prepared = [prepare(t) for t in tokens]
         submitted = [(i, p) for i, p in enumerate(prepared) if isinstance(p, Submitted)]
         if submitted:
-            raw = [(s.cid, s.token) for _, s in submitted]
-            known = await self._store.put_raw_ops(raw, received_at_ms=self._clock())
-            submitted = await precheck_submitted(submitted, known, self._store)
-        outcomes, sequenced = await self._run(submitted)
+            # No buffer row up front: the session's commit buffers what waits.
+            submitted = await precheck_submitted(submitted, None, self._store, self._pool)
+        outcomes, sequenced, events = await self._run(submitted)
         await self._notify(sequenced, source)
+        now = self._clock()
+        early = [
+            _early_event(p, t, now) for t, p in zip(tokens, prepared, strict=True)
+            if isinstance(p, IngestionResult)
+        ]  # fmt: skip
+        await self.rejections.record(early + events)
         return [
             p if isinstance(p, IngestionResult) else _result(p, outcomes[i])
             for i, p in enumerate(prepared)
@@ -132,17 +157,20 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced = await self._run(subs)
+            _, sequenced, events = await self._run(subs, prechecked=False)
             await self._notify(sequenced, None)
+            await self.rejections.record(events)
             total += len(sequenced)
 
     async def _run(
-        self, submitted: Sequence[tuple[int | None, Submitted]]
-    ) -> tuple[dict[int, Outcome], list[SequencedOp]]:
+        self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
+    ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
         async with self._lock, self._store.sequencing() as session:
             view = StateView(session)
             view.gate = self.gate
-            run = _Sequencing(view, self._clock(), self._max_pending, self._prepared)
+            run = _Sequencing(
+                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked
+            )
             try:
                 await run.sequence(list(submitted))
             finally:
@@ -150,7 +178,7 @@ class Ingestor:
                     self.gate.forget()
             batch = run.view.batch
             if batch.is_empty():
-                return run.outcomes, []
+                return run.outcomes, [], run.events
             head = await session.commit(batch)
             first = head - len(batch.operations) + 1
             sequenced = [
@@ -159,7 +187,7 @@ class Ingestor:
                 )
                 for seq, op in enumerate(batch.operations, start=first)
             ]
-            return run.outcomes, sequenced
+            return run.outcomes, sequenced, run.events
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
@@ -168,6 +196,13 @@ class Ingestor:
             maybe = listener(sequenced, source)
             if maybe is not None:
                 await maybe
+
+
+def _early_event(result: IngestionResult, token: object, now_ms: int) -> RejectionEvent:
+    """A token refused before sequencing (it did not decode or classify)."""
+    reason = result.reason or RejectReason.MALFORMED
+    digest = token_hash(token) if isinstance(token, str) else ""
+    return rejection_event(result.cid, reason, result.error or "", now_ms, digest, remember=True)
 
 
 def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
@@ -184,14 +219,23 @@ class _Sequencing:
     """One session's rounds of verify-and-wake."""
 
     def __init__(
-        self, view: StateView, now_ms: int, max_pending: int, prepared: dict[str, Submitted]
+        self,
+        view: StateView,
+        now_ms: int,
+        max_pending: int,
+        prepared: dict[str, Submitted],
+        pool: PrecheckPool,
+        prechecked: bool,
     ) -> None:
         self.view = view
+        self._pool = pool
+        self._prechecked = prechecked  # the first round's ops (a request's) are
         self._prepared = prepared
         if len(prepared) > max_pending:  # entries resolved by another process
             prepared.clear()
         self.now_ms = now_ms
         self.outcomes: dict[int, Outcome] = {}
+        self.events: list[RejectionEvent] = []  # every rejection decided here
         # Ops parked in this session, one entry per CID (the freshest reason it
         # waits, and the request index it answers if any), indexed by key.
         self._parked: dict[str, tuple[int | None, Submitted, str]] = {}
@@ -209,6 +253,8 @@ class _Sequencing:
             round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
+            if not (first and self._prechecked):  # a request's ops were, before the session
+                round_ = await precheck_round(round_, self.view, self._pool)
             if first:
                 self._buffered_waiting = pending or 0
                 self._room -= self._buffered_waiting
@@ -238,6 +284,7 @@ class _Sequencing:
         if recorded is not None:
             outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
             batch.resolved_cids.add(sub.cid)
+            self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
         else:
             try:
                 outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
@@ -274,16 +321,28 @@ class _Sequencing:
                 if index is not None:
                     self.outcomes[index] = full
                 batch.resolved_cids.add(sub.cid)
+                self._event(sub, full.reason, full.message)
                 return
             batch.resolved_cids.discard(sub.cid)
-            batch.waiting[sub.cid] = PendingOp(sub.cid, sub.token, rejected.waits_for)
+            # since: now, unless the store already holds an earlier since for it
+            pending = PendingOp(sub.cid, sub.token, rejected.waits_for, self.now_ms)
+            batch.waiting[sub.cid] = pending
             self._prepared[sub.cid] = sub
             self._park(index, sub, rejected.waits_for)
             return
         batch.waiting.pop(sub.cid, None)
         batch.resolved_cids.add(sub.cid)
+        self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+
+    def _event(
+        self, sub: Submitted, reason: RejectReason, detail: str, *, remember: bool = True
+    ) -> None:
+        event = rejection_event(
+            sub.cid, reason, detail, self.now_ms, sub.token_hash, remember=remember
+        )
+        self.events.append(event)
 
     def _unpark(self, cid: str) -> None:
         parked = self._parked.pop(cid, None)

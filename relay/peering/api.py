@@ -16,7 +16,7 @@ class PeerState:
     """One configured peer as operators see it (``GET /admin/peers``)."""
 
     url: str
-    behaviours: tuple[str, ...]  # gossip, read-through, sync, live
+    behaviours: tuple[str, ...]  # gossip, read-through, sync, live, reconcile
     failures: int  # consecutive, since the last success
     retry_in_s: float  # backed off for this long (0: ready)
     gossip_backlog: int  # ops queued for gossip to it

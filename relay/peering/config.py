@@ -14,6 +14,9 @@ SYNC_BUDGET_OPS = 20_000  # per peer per cycle, so one huge peer cannot starve o
 READ_THROUGH_DEADLINE_S = 5.0  # how long a GET waits for a read-through
 READ_THROUGH_MAX_OPS = 10_000  # per chain log fetched from a peer
 READ_THROUGH_PAGE_LIMIT = 1000
+RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
+RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
+RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 60.0
 
@@ -32,12 +35,19 @@ class PeeringConfig:
     read_through_page_limit: int = READ_THROUGH_PAGE_LIMIT
     backoff_base_s: float = BACKOFF_BASE_S
     backoff_max_s: float = BACKOFF_MAX_S
+    reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
+    reconcile_window_s: float = RECONCILE_WINDOW_S
+    reconcile_full_every: int = RECONCILE_FULL_EVERY
 
     def __post_init__(self) -> None:
         if not 1 <= self.gossip_batch <= GOSSIP_BATCH:
             raise ValueError(f"gossip_batch must be 1..{GOSSIP_BATCH}")
         if self.sync_interval_s is not None and self.sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
+        if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:
+            raise ValueError("reconcile_interval_s must be positive")
+        if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:
+            raise ValueError("reconcile_window_s must be positive, reconcile_full_every >= 1")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PeeringConfig:

@@ -5,8 +5,9 @@ untrusted); the peer's progress token is saved after the ingest returns,
 under the peer cursor key ``<url>#changes``, so a restart resumes exactly.
 A peer without a feed (a v0.7.1 relay) falls back to ``GET /log`` polling.
 On a gap (410: the peer's epoch changed, or our position left its replay
-window) the relay resyncs the peer's whole log, then follows from the
-peer's head at the time the resync began.
+window) the relay reconciles with the peer (a full log replay if the peer
+cannot reconcile), then follows from the peer's head at the time the
+repair began.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from peer.feed import (
 
 from .config import PeeringConfig
 from .host import PeeringHost
+from .repair import ReconcileRepair
 from .sync import SyncIn
 
 log = logging.getLogger("dfos_relay.peering")
@@ -38,10 +40,17 @@ LIVE_BATCH = 100  # ops ingested together while catching up
 
 
 class LiveFollow:
-    def __init__(self, peer_urls: Sequence[str], sync: SyncIn, config: PeeringConfig) -> None:
+    def __init__(
+        self,
+        peer_urls: Sequence[str],
+        sync: SyncIn,
+        config: PeeringConfig,
+        repair: ReconcileRepair | None = None,
+    ) -> None:
         self._peers = tuple(peer_urls)
         self._sync = sync
         self._config = config
+        self._repair = repair
         self._tasks: list[asyncio.Task[None]] = []
         self.polling: set[str] = set()  # peers without a feed, polled instead
 
@@ -72,7 +81,7 @@ class LiveFollow:
                 await self._poll(url)
                 return
             except FeedGapError as exc:
-                log.warning("feed gap at peer %s (%s); resyncing its log", url, exc)
+                log.warning("feed gap at peer %s (%s); repairing", url, exc)
                 await self._resync(host, url, key)
             except (FeedClientError, httpx.HTTPError, ValueError) as exc:
                 log.warning("following peer %s failed: %s", url, exc)
@@ -115,5 +124,8 @@ class LiveFollow:
             feed = (await http.get(url.rstrip("/") + "/.well-known/dfos-relay")).json()
         described = feed.get("changesFeed") or {}
         epoch, head = str(described.get("epoch", "")), int(described.get("headSeq", 0))
-        await self._sync.sync_peer(url, from_start=True)
+        # Reconciliation moves only the difference; a full replay of the
+        # peer's log is the fallback for a peer that cannot reconcile.
+        if self._repair is None or not await self._repair.repaired(url):
+            await self._sync.sync_peer(url, from_start=True)
         await host.store.set_peer_cursor(key, f"{epoch}.{head}")

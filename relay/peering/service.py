@@ -25,6 +25,7 @@ from .gossip import Gossip
 from .host import PeeringHost
 from .live import LiveFollow
 from .read_through import ReadThrough
+from .repair import ReconcileRepair, ReconcilingHost
 from .sync import SyncIn
 
 log = logging.getLogger("dfos_relay.peering")
@@ -51,7 +52,9 @@ class Peering:
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
         self.sync = SyncIn([p.url for p in peers if p.sync], client, self.backoff, config)
-        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config)
+        self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
+        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
+        self.sync.repair = self.repair
         self._sync_loop: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
@@ -61,6 +64,8 @@ class Peering:
         self.sync.start(relay)
         self.gossip.start()
         self.live.start(relay)
+        if isinstance(relay, ReconcilingHost):
+            self.repair.start(relay)
         await self._announce_self(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
@@ -71,6 +76,7 @@ class Peering:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sync_loop
             self._sync_loop = None
+        await self.repair.stop()
         await self.live.stop()
         await self.gossip.stop()
         await self.reads.stop()
@@ -98,8 +104,8 @@ class Peering:
         states = []
         for peer in self.peers:
             lane = self.gossip.lanes.get(peer.url)
-            names = ("gossip", "read-through", "sync", "live")
-            flags = (peer.gossip, peer.read_through, peer.sync, peer.live)
+            names = ("gossip", "read-through", "sync", "live", "reconcile")
+            flags = (peer.gossip, peer.read_through, peer.sync, peer.live, peer.reconcile)
             states.append(
                 PeerState(
                     peer.url,
@@ -145,12 +151,13 @@ def build_peering(
 ) -> Peering:
     """Compose peering for ``peers`` (``PeerConfig``s, URLs or spec dicts).
 
-    With no ``peer_client`` an ``HttpPeerClient`` is built (and owned).
+    With no ``peer_client`` an ``HttpSyncClient`` (the ``HttpPeerClient``
+    that also reconciles) is built (and owned).
     """
     parsed = parse_peer_configs(peers)
     owns = peer_client is None
     if peer_client is None:
-        from peer.http import HttpPeerClient
+        from peer.sync_http import HttpSyncClient
 
-        peer_client = HttpPeerClient()
+        peer_client = HttpSyncClient()
     return Peering(parsed, peer_client, config or PeeringConfig(), owns_client=owns)  # type: ignore[arg-type]

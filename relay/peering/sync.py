@@ -18,8 +18,11 @@ entry it served (used only if that entry really is the op with that CID).
 A page holding ops that are permanently rejected here ends the peer's cycle
 (after its cursor is saved: re-reading it cannot help) and backs the peer
 off. A peer that answers our cursor as unknown (its store was rebuilt)
-costs one reset per cycle: we read its log again from the beginning, which
-is safe because ingest is idempotent, and never invent a cursor. Each cycle
+costs one repair per cycle: when it can reconcile, everything up to its
+current log head (whose CID it names in its changes feed) is reconciled
+and paging resumes from that head; otherwise we read its log again from
+the beginning, which is safe because ingest is idempotent. We never
+invent a cursor. Each cycle
 stops after ``sync_budget_ops`` entries per peer, so one huge peer cannot
 starve the others; the rest comes in later cycles.
 """
@@ -30,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from peer.base import PeerClient, PeerError, PeerInvalidOperations, PeerLogPage
 from relay.rules.outcomes import IngestionResult, Status
@@ -37,6 +41,9 @@ from relay.rules.outcomes import IngestionResult, Status
 from .backoff import Backoff
 from .config import PeeringConfig
 from .host import PeeringHost
+
+if TYPE_CHECKING:
+    from .repair import ReconcileRepair
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -50,7 +57,9 @@ class SyncIn:
         self._backoff = backoff
         self._config = config
         self._host: PeeringHost | None = None
-        self._lock = asyncio.Lock()  # one cycle at a time: cursors advance in order
+        self._lock = asyncio.Lock()
+        # Set by the peering service: repairs an unknown cursor by reconciling.
+        self.repair: ReconcileRepair | None = None  # one cycle at a time: cursors advance in order
 
     def start(self, host: PeeringHost) -> None:
         self._host = host
@@ -99,8 +108,10 @@ class SyncIn:
                         "peer %s does not know our cursor %s; reading from the start", url, cursor
                     )
                     reset_allowed = False
-                    cursor = None
-                    fetch = self._fetch(url, None, budget)
+                    cursor = await self._repair_cursor(url)
+                    if cursor is not None:
+                        await host.store.set_peer_cursor(url, cursor)
+                    fetch = self._fetch(url, cursor, budget)
                     continue
                 if not page.entries:
                     break
@@ -129,6 +140,22 @@ class SyncIn:
         self._backoff.success(url)
         _record(host, url, new, ok=True)
         return new
+
+    async def _repair_cursor(self, url: str) -> str | None:
+        """After an unknown cursor: the peer's current log head, once a
+        reconciliation has pulled everything before it; None (read the log
+        from the start) when the peer cannot do both."""
+        head_of = getattr(self._client, "log_head_cid", None)
+        if self.repair is None or head_of is None:
+            return None
+        try:
+            head = await head_of(url)  # taken first: what comes after is paged
+        except PeerError:
+            return None
+        if head is None or not await self.repair.repaired(url):
+            return None
+        log.info("peer %s: reconciled instead of replaying its log", url)
+        return str(head)
 
     def _fetch(self, url: str, after: str | None, budget: int) -> asyncio.Task[PeerLogPage]:
         limit = min(self._config.sync_page_limit, budget)

@@ -145,11 +145,29 @@ def _issuer_kid(decoded: DecodedJws, iss: str) -> str:
     return kid
 
 
+# One delegation credential authorizes many content ops, so the same token is
+# checked again and again. The key each token was found to verify under is
+# memoised (a token and a key verify or not, forever; the resolver must still
+# offer that key). Bounded; reset when full.
+_VERIFIED_LIMIT = 4096
+_verified: dict[str, bytes] = {}
+
+
 def _check_signature(decoded: DecodedJws, resolve_key: KeyResolver, iss: str) -> None:
+    known = _verified.get(decoded.token)
+    if known is not None and decoded.verified_key is None:
+        d = decoded
+        decoded = DecodedJws(
+            d.token, d.header, d.payload, d.signing_input, d.signature, d.payload_cid, known
+        )
     try:
-        verify_with_resolver(decoded, resolve_key, iss)
+        key = verify_with_resolver(decoded, resolve_key, iss)
     except SignatureError as exc:
         raise CredentialError("invalid signature") from exc
+    if known is None:
+        if len(_verified) >= _VERIFIED_LIMIT:
+            _verified.clear()
+        _verified[decoded.token] = key
 
 
 def verify_auth_token(

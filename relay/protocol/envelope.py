@@ -149,8 +149,9 @@ def signer_did(decoded: DecodedJws, payload_did: str) -> str:
     return did
 
 
-def verify_with_resolver(decoded: DecodedJws, resolve_key: KeyResolver, did: str) -> None:
-    """Resolve the header ``kid`` and verify the signature against any candidate key."""
+def verify_with_resolver(decoded: DecodedJws, resolve_key: KeyResolver, did: str) -> bytes:
+    """Resolve the header ``kid`` and verify the signature against any candidate
+    key; returns the key it verifies under."""
     kid = decoded.kid
     if kid is None:
         raise MalformedError("JWS header has no kid")
@@ -163,10 +164,10 @@ def verify_with_resolver(decoded: DecodedJws, resolve_key: KeyResolver, did: str
     if not candidates:
         raise KeyNotFoundError(f"no public key found for {kid}", did)
     if decoded.verified_key is not None and decoded.verified_key in candidates:
-        return
+        return decoded.verified_key
     for public_key in candidates:
         if verify_signature(public_key, decoded.signing_input, decoded.signature):
-            return
+            return public_key
     raise SignatureError("invalid signature")
 
 

@@ -12,6 +12,7 @@ with both parts non-empty.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -49,6 +50,9 @@ def encode_id(data: bytes) -> str:
     return hashlib.sha256(data).digest()[:ID_LENGTH].translate(_ID_TABLE).decode("ascii")
 
 
+# Ingestion asks for the id of one genesis several times (precheck, routing,
+# verification): a pure function of the CID, so a bounded memo.
+@functools.lru_cache(maxsize=8192)
 def chain_id_from_genesis_cid(cid: str) -> str:
     """Bare 22-char chain id derived from the raw bytes of a genesis CID."""
     return encode_id(cid_to_bytes(cid))

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import orjson
+
 from .encoding import b64url_decode, b64url_encode
 from .errors import MalformedError, SignatureError
 from .keys import verify_signature
@@ -45,6 +47,13 @@ def _reject_constant(name: str) -> object:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# orjson parses a segment ~4x faster than json and agrees with it on every
+# text it accepts, but for integers beyond 64 bits (floats there, exact ints
+# in json; from -2**63 - 1, 19 digits): a segment with a run of 19 digits
+# goes the json way. So does any
+# segment orjson refuses, so that json gives the verdict (and the message).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_DIGITS = b"0" * 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +87,19 @@ class DecodedJws:
         return value if isinstance(value, str) else None
 
 
+def _parse_json(raw: bytes) -> object:
+    if _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return _DECODER.decode(raw.decode("utf-8"))
+
+
 def _json_object(segment: str, what: str) -> dict[str, object]:
     raw = b64url_decode(segment)
     try:
-        value = _DECODER.decode(raw.decode("utf-8"))
+        value = _parse_json(raw)
     except (ValueError, RecursionError) as exc:
         # ValueError covers JSONDecodeError, bad UTF-8 and over-long integers.
         raise MalformedError(f"JWS {what} is not valid JSON") from exc

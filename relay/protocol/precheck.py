@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from .cid import cid_from_cbor
@@ -32,11 +31,13 @@ __all__ = ["precheck"]
 def precheck(decoded: DecodedJws, candidate_keys: Iterable[bytes]) -> DecodedJws:
     """``decoded`` with its payload CID derived and, if one of
     ``candidate_keys`` verifies the signature, that key recorded."""
-    try:
-        cbor = encode_canonical(decoded.payload)
-        payload_cid: tuple[str, bytes] | None = (cid_from_cbor(cbor), cbor)
-    except ProtocolError:
-        payload_cid = None  # the verifier derives it again and reports why
+    payload_cid = decoded.payload_cid
+    if payload_cid is None:
+        try:
+            cbor = encode_canonical(decoded.payload)
+            payload_cid = (cid_from_cbor(cbor), cbor)
+        except ProtocolError:
+            pass  # the verifier derives it again and reports why
     verified = next(
         (
             key
@@ -45,4 +46,7 @@ def precheck(decoded: DecodedJws, candidate_keys: Iterable[bytes]) -> DecodedJws
         ),
         None,
     )
-    return dataclasses.replace(decoded, payload_cid=payload_cid, verified_key=verified)
+    d = decoded  # built directly: dataclasses.replace costs more than the CID
+    return DecodedJws(
+        d.token, d.header, d.payload, d.signing_input, d.signature, payload_cid, verified
+    )

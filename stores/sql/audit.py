@@ -46,7 +46,7 @@ _BLOBS = (
     "OR (creator_did = ? AND document_cid > ?) ORDER BY creator_did, document_cid LIMIT ?"
 )
 _RAW = (
-    "SELECT cid, token, COALESCE(waits_for, ''), received_at_ms FROM raw_ops "
+    "SELECT cid, token, COALESCE(waits_for, ''), since_ms, received_at_ms FROM raw_ops "
     "WHERE cid > ? ORDER BY cid LIMIT ?"
 )
 _PURGED = f"SELECT {PURGED_COLS} FROM purged_ops ORDER BY pos, cid, id"

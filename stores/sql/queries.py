@@ -30,7 +30,15 @@ class Queries:
         f"WHERE chain_id = ? AND {CHAIN_KINDS_SQL} AND pos > ? ORDER BY pos LIMIT ?"
     )
     known_cids: str = "SELECT cid FROM ops WHERE cid {IN}"
+    # a precheck's reads in one statement (array dialect): tagged rows, keys in
+    # history order
+    sequenced_and_keys: str = (
+        "(SELECT CAST('o' AS text), cid, NULL, NULL, CAST(0 AS bigint) FROM ops "
+        "WHERE cid = ANY(CAST(? AS text[]))) UNION ALL (SELECT 'k', did, key_id, multibase, id "
+        "FROM identity_keys WHERE did = ANY(CAST(? AS text[])) ORDER BY id)"
+    )
     # changes feed
+    sync_items: str = "SELECT pos, created_at_ms, cid FROM ops WHERE pos > ? ORDER BY pos LIMIT ?"
     seq_range: str = f"SELECT {FEED_COLS} FROM ops WHERE pos > ? AND pos <= ? ORDER BY pos LIMIT ?"
     roots_first: str = (
         f"SELECT {FEED_COLS} FROM ops WHERE parent_cid IS NULL AND pos <= ? "
@@ -93,10 +101,12 @@ class Queries:
         "ON CONFLICT (token_hash) DO UPDATE SET cid = excluded.cid, reason = excluded.reason"
     )
     delete_raw: str = "DELETE FROM raw_ops WHERE cid {IN}"
+    # an op that keeps waiting keeps the time it started waiting
     upsert_waiting: str = (
-        "INSERT INTO raw_ops (cid, token, waits_for, taken) VALUES (?, ?, ?, 0) "
+        "INSERT INTO raw_ops (cid, token, waits_for, taken, since_ms) VALUES (?, ?, ?, 0, ?) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
-        "waits_for = excluded.waits_for, taken = 0"
+        "waits_for = excluded.waits_for, taken = 0, "
+        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms)"
     )
     # A whole StateQuery as one statement (array dialect): tagged rows of
     # nine text columns. Content ops found bring their chains; content
@@ -166,11 +176,12 @@ class Queries:
         "ON CONFLICT (token_hash) DO UPDATE SET cid = excluded.cid, reason = excluded.reason), "
         "resolved AS (DELETE FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))), "
         "waiting AS ("
-        "INSERT INTO raw_ops (cid, token, waits_for, taken) SELECT u.cid, u.token, u.w, 0 "
-        "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
-        "AS u(cid, token, w) "
+        "INSERT INTO raw_ops (cid, token, waits_for, taken, since_ms) "
+        "SELECT u.cid, u.token, u.w, 0, u.since FROM unnest(CAST(? AS text[]), "
+        "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) AS u(cid, token, w, since) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
-        "waits_for = excluded.waits_for, taken = 0) "
+        "waits_for = excluded.waits_for, taken = 0, "
+        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms)) "
         "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
     )
     # buffers the new ones and answers the CIDs already sequenced
@@ -189,10 +200,38 @@ class Queries:
         "WHERE NOT EXISTS (SELECT 1 FROM ops WHERE cid = ?) ON CONFLICT (cid) DO NOTHING"
     )
     unsequenced: str = (
-        "SELECT cid, token, COALESCE(waits_for, ''), received_at_ms FROM raw_ops "
+        "SELECT cid, token, COALESCE(waits_for, ''), since_ms, received_at_ms FROM raw_ops "
         "WHERE cid > ? ORDER BY cid LIMIT ?"
     )
     count_unsequenced: str = "SELECT COUNT(*) FROM raw_ops"
+    # op status: where an op is, what it waits for, why it was rejected
+    locate_ops: str = "SELECT cid, kind, chain_id, pos FROM ops WHERE cid {IN}"
+    find_buffered: str = (
+        "SELECT cid, token, COALESCE(waits_for, ''), since_ms FROM raw_ops WHERE cid {IN}"
+    )
+    get_notes: str = (
+        "SELECT cid, reason, detail, at_ms, token_hash FROM rejection_notes WHERE cid {IN}"
+    )
+    # SQLite: REPLACE deletes the old row, so the note gets a new (highest) rowid
+    put_note: str = (
+        "INSERT OR REPLACE INTO rejection_notes (cid, reason, detail, at_ms, token_hash) "
+        "VALUES (?, ?, ?, ?, ?)"
+    )
+    # Postgres: excluded.n is the sequence value drawn for the proposed row
+    put_notes_arrays: str = (
+        "INSERT INTO rejection_notes (cid, reason, detail, at_ms, token_hash) "
+        "SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
+        "CAST(? AS bigint[]), CAST(? AS text[])) "
+        "ON CONFLICT (cid) DO UPDATE SET n = excluded.n, reason = excluded.reason, "
+        "detail = excluded.detail, at_ms = excluded.at_ms, token_hash = excluded.token_hash"
+    )
+    prune_notes: str = (
+        "DELETE FROM rejection_notes WHERE n <= (SELECT MAX(n) FROM rejection_notes) - ?"
+    )
+    oldest_waiting: str = (
+        "SELECT cid, token, waits_for, since_ms FROM raw_ops "
+        "WHERE waits_for IS NOT NULL AND since_ms IS NOT NULL ORDER BY since_ms, cid LIMIT 1"
+    )
     # blobs, cursors, identity
     get_blob: str = "SELECT data FROM blobs WHERE creator_did = ? AND document_cid = ?"
     put_blob: str = (
@@ -212,6 +251,22 @@ class Queries:
         "INSERT INTO relay_identity (id, did, key_id, seed, genesis_token, profile_token) "
         "VALUES (1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
     )
+
+
+# Buffered ops by dependency kind ('' = not yet attempted), then one
+# "at or before cutoff i" count per cutoff (see ``PendingSummary``).
+DEPENDENCY_KIND_SQL = (
+    "CASE WHEN waits_for IS NULL OR waits_for = '' THEN '' "
+    "WHEN waits_for LIKE 'op:%' THEN 'op' ELSE 'did' END"
+)
+
+
+def pending_summary_sql(dialect: Dialect, n_cutoffs: int) -> str:
+    older = "".join(
+        ", SUM(CASE WHEN since_ms <= CAST(? AS {BIGINT}) THEN 1 ELSE 0 END)"
+        for _ in range(n_cutoffs)
+    )
+    return dialect.render(f"SELECT {DEPENDENCY_KIND_SQL}, COUNT(*){older} FROM raw_ops GROUP BY 1")
 
 
 def render_queries(dialect: Dialect) -> Queries:

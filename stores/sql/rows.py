@@ -6,6 +6,8 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
+import orjson
+
 from stores.base import (
     BeaconRecord,
     ChainKind,
@@ -16,8 +18,10 @@ from stores.base import (
     LogEntry,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
     Rejection,
+    RejectionNote,
     RelayIdentityRecord,
     StateRows,
 )
@@ -26,7 +30,24 @@ Row = Sequence[Any]
 
 
 def dump_state(state: dict[str, Any] | None) -> str | None:
-    return None if state is None else json.dumps(state, separators=(",", ":"))
+    if state is None:
+        return None
+    try:  # orjson: several times faster; json for what it cannot hold (huge ints)
+        return orjson.dumps(state).decode()
+    except TypeError:
+        return json.dumps(state, separators=(",", ":"))
+
+
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def load_state(text: str) -> Any:
+    """``json.loads``, by orjson unless a run of 19 digits may be an integer
+    beyond 64 bits (orjson makes those floats)."""
+    raw = text.encode()
+    if b"0" * 19 in raw.translate(_DIGITS_AS_ZERO):
+        return json.loads(text)
+    return orjson.loads(raw)
 
 
 def op_row(pos: int, op: OperationRecord) -> tuple[Any, ...]:
@@ -45,7 +66,7 @@ def op_row(pos: int, op: OperationRecord) -> tuple[Any, ...]:
 
 def op_record(row: Row) -> OperationRecord:
     """From the ``OP_COLS`` columns (the last one is ``pos``, the seq)."""
-    state = None if row[7] is None else json.loads(row[7])
+    state = None if row[7] is None else load_state(row[7])
     kind = cast(OperationKind, row[2])
     return OperationRecord(
         row[0], row[1], kind, row[3], row[4], row[5], int(row[6]), state, int(row[8])
@@ -59,7 +80,7 @@ def chain_row(c: ChainRecord) -> tuple[Any, ...]:
 
 def chain_record(row: Row) -> ChainRecord:
     kind = cast(ChainKind, row[1])
-    return ChainRecord(row[0], kind, row[2], row[3], int(row[4]), json.loads(row[5]))
+    return ChainRecord(row[0], kind, row[2], row[3], int(row[4]), load_state(row[5]))
 
 
 def beacon_record(row: Row) -> BeaconRecord:
@@ -85,7 +106,7 @@ def feed_entry(row: Row) -> FeedEntry:
         row[5],
         int(row[6]),
         row[7],
-        None if state is None else json.loads(state),
+        None if state is None else load_state(state),
     )
 
 
@@ -94,9 +115,26 @@ def log_entry(row: Row) -> LogEntry:
 
 
 def pending_op(row: Row) -> PendingOp:
-    """From (cid, token, waits_for[, received_at_ms])."""
-    received = int(row[3]) if len(row) > 3 and row[3] is not None else 0
-    return PendingOp(row[0], row[1], row[2], received)
+    """From (cid, token, waits_for[, since_ms[, received_at_ms]])."""
+    since = row[3] if len(row) > 3 else None
+    received = int(row[4]) if len(row) > 4 and row[4] is not None else 0
+    return PendingOp(row[0], row[1], row[2] or "", None if since is None else int(since), received)
+
+
+def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None]:
+    return (p.cid, p.jws_token, p.waits_for, p.since_ms)
+
+
+def location(row: Row) -> OpLocation:
+    return OpLocation(row[0], cast(OperationKind, row[1]), row[2], int(row[3]))
+
+
+def note_record(row: Row) -> RejectionNote:
+    return RejectionNote(row[0], row[1], row[2], int(row[3]), row[4])
+
+
+def note_row(n: RejectionNote) -> tuple[str, str, str, int, str]:
+    return (n.cid, n.reason, n.detail, n.at_ms, n.token_hash)
 
 
 def identity_record(row: Row) -> RelayIdentityRecord:
@@ -117,7 +155,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
             (c.target_cid, c.witness_did), (c.target_cid, c.witness_did, c.cid, c.jws_token)
         )
     rejections = {r.token_hash: (r.token_hash, r.cid, r.reason) for r in batch.rejections}
-    waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+    waiting = [waiting_row(p) for p in batch.waiting.values()]
     # As with separate statements (delete, then upsert), a CID in both sets
     # ends up waiting; one statement must not touch a row twice.
     resolved = sorted(batch.resolved_cids - batch.waiting.keys())
@@ -132,7 +170,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
     ):
         out.extend(_columns(rows, width))
     out.append(resolved)
-    out.extend(_columns(waiting, 3))
+    out.extend(_columns(waiting, 4))
     return out
 
 

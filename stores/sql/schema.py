@@ -16,9 +16,13 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``blobs``          by (creator DID, documentCID)
 - ``peer_cursors``, ``relay_identity`` (single row)
 - ``feed_meta``      the changes feed's epoch (single row, v2)
-- ``bans``           DIDs whose new ops are refused (v3)
-- ``purged_ops``     the record of every op a purge removed, with its position (v3)
-- ``raw_ops.received_at_ms`` when a buffered op first arrived (v3)
+- ``raw_ops.since_ms`` when a buffered op first started waiting (v3)
+- ``rejection_notes`` the most recent rejection per CID, to explain it; ``n``
+                     orders notes by recency (a re-noted CID gets a new ``n``),
+                     so the oldest are pruned by one range delete (v3)
+- ``bans``           DIDs whose new ops are refused (v4)
+- ``purged_ops``     the record of every op a purge removed, with its position (v4)
+- ``raw_ops.received_at_ms`` when a buffered op first arrived (v4)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -108,9 +112,24 @@ _V2 = [
         WHERE kind IN ('beacon', 'artifact', 'countersign')""",
 ]
 
+# Explained op status: how long buffered ops have waited, and recent
+# rejections by CID (the rejections table is keyed by token hash and keeps
+# only permanent ones).
+_V3 = [
+    "ALTER TABLE raw_ops ADD COLUMN since_ms {BIGINT}",
+    "CREATE INDEX raw_ops_since ON raw_ops (since_ms) WHERE waits_for IS NOT NULL",
+    """CREATE TABLE rejection_notes (
+        n {SERIAL_PK},
+        cid TEXT NOT NULL UNIQUE,
+        reason TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        token_hash TEXT NOT NULL,
+        at_ms {BIGINT} NOT NULL)""",
+]
+
 # Administration: bans, the record of purges, ops by signer (a purge finds
 # them), and when each buffered op arrived (dropping waiting ops by age).
-_V3 = [
+_V4 = [
     """CREATE TABLE bans (
         did TEXT PRIMARY KEY,
         reason TEXT NOT NULL,
@@ -131,7 +150,7 @@ _V3 = [
 ]
 
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 LATEST_VERSION = max(MIGRATIONS)
 
 

@@ -165,9 +165,11 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
     if batch.rejections:
         rejs = [(r.token_hash, r.cid, r.reason) for r in batch.rejections]
         await conn.executemany(q.upsert_rejection, rejs)
-    if batch.resolved_cids:
-        await conn.execute(q.delete_raw, (d.lst(batch.resolved_cids),))
+    # A CID both resolved and waiting ends up waiting (and keeps its since_ms).
+    resolved = batch.resolved_cids - batch.waiting.keys()
+    if resolved:
+        await conn.execute(q.delete_raw, (d.lst(resolved),))
     if batch.waiting:
-        waiting = [(p.cid, p.jws_token, p.waits_for) for p in batch.waiting.values()]
+        waiting = [R.waiting_row(p) for p in batch.waiting.values()]
         await conn.executemany(q.upsert_waiting, waiting)
     return base + len(batch.operations)

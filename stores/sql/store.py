@@ -14,10 +14,12 @@ Sequencing sessions and the lifecycle are the backend's (see
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from stores.base import (
+    DEPENDENCY_KINDS,
     BeaconRecord,
     ChainRecord,
     FeedEntry,
@@ -25,7 +27,10 @@ from stores.base import (
     LogPage,
     OperationKind,
     OperationRecord,
+    OpLocation,
     PendingOp,
+    PendingSummary,
+    RejectionNote,
     RelayIdentityRecord,
     UnknownCursorError,
 )
@@ -35,7 +40,7 @@ from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
 from stores.sql.moderation import SqlModeration
-from stores.sql.queries import Queries, render_queries
+from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
 
 class SqlStore(SqlModeration):
@@ -103,6 +108,19 @@ class SqlStore(SqlModeration):
         row = await self._one(self._q.max_pos, ())
         return 0 if row is None else int(row[0])
 
+    # reconciliation ----------------------------------------------------------
+    async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.sync_items, (after_seq, limit))
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        if not cids:
+            return {}
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.get_ops, (self._d.lst(cids),))
+        return {r[0]: R.op_record(r) for r in rows}
+
     # changes feed ------------------------------------------------------------
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         async with self._reading() as conn:
@@ -156,6 +174,29 @@ class SqlStore(SqlModeration):
             out.setdefault(r[0], []).append(R.key_record(r))
         return out
 
+    async def sequenced_and_keys(
+        self, cids: Collection[str], dids: Collection[str]
+    ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
+        if self._d.arrays:  # one round trip
+            rows = await self._fetch_two(self._q.sequenced_and_keys, cids, dids)
+            sequenced = {str(r[1]) for r in rows if r[0] == "o"}
+            keys: dict[str, list[IdentityKeyRecord]] = {}
+            for r in rows:
+                if r[0] == "k":
+                    keys.setdefault(r[1], []).append(R.key_record(r[1:4]))
+            return sequenced, keys
+        # embedded: two reader connections, side by side
+        found, keys = await asyncio.gather(
+            self._fetch_in(self._q.known_cids, cids), self.get_identity_keys(dids)
+        )
+        return {str(r[0]) for r in found}, keys
+
+    async def _fetch_two(
+        self, sql: str, first: Collection[str], second: Collection[str]
+    ) -> list[R.Row]:
+        async with self._reading() as conn:
+            return await conn.fetch(sql, (self._d.lst(first), self._d.lst(second)))
+
     async def _fetch_in(self, sql: str, values: Collection[str]) -> list[R.Row]:
         if not values:
             return []
@@ -187,6 +228,46 @@ class SqlStore(SqlModeration):
     async def count_unsequenced(self) -> int:
         row = await self._one(self._q.count_unsequenced, ())
         return 0 if row is None else int(row[0])
+
+    # op status -------------------------------------------------------------
+    async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
+        return {r[0]: R.location(r) for r in await self._fetch_in(self._q.locate_ops, cids)}
+
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
+        return {r[0]: R.pending_op(r) for r in await self._fetch_in(self._q.find_buffered, cids)}
+
+    async def get_rejection_notes(self, cids: Collection[str]) -> dict[str, RejectionNote]:
+        return {r[0]: R.note_record(r) for r in await self._fetch_in(self._q.get_notes, cids)}
+
+    async def record_rejection_notes(self, notes: Sequence[RejectionNote], keep: int) -> None:
+        if not notes:
+            return
+        latest = {note.cid: R.note_row(note) for note in notes}  # one row per CID
+        async with self._writing() as conn:
+            if self._d.arrays:
+                columns = [list(column) for column in zip(*latest.values(), strict=True)]
+                await conn.execute(self._q.put_notes_arrays, columns)
+            else:
+                await conn.executemany(self._q.put_note, list(latest.values()))
+            await conn.execute(self._q.prune_notes, (max(keep, 0),))
+
+    async def pending_summary(self, cutoffs_ms: Sequence[int]) -> PendingSummary:
+        sql = pending_summary_sql(self._d, len(cutoffs_ms))
+        async with self._reading() as conn:
+            rows = await conn.fetch(sql, list(cutoffs_ms))
+            oldest = await conn.fetch(self._q.oldest_waiting, ())
+        waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
+        older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
+        unverified = 0
+        for row in rows:
+            if row[0] == "":
+                unverified = int(row[1])
+                continue
+            waiting[row[0]] = int(row[1])
+            older[row[0]] = [int(n or 0) for n in row[2:]]
+        return PendingSummary(
+            waiting, older, unverified, R.pending_op(oldest[0]) if oldest else None
+        )
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:

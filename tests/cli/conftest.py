@@ -38,8 +38,9 @@ class RelayProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         command: Sequence[str] | None = None,
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         # Logs go to a file: a full stderr pipe would block the relay.
         self._log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
         base = list(command) if command else [DFOS_RELAY, "serve", "--host", "127.0.0.1"]
@@ -77,6 +78,8 @@ class RelayProcess:
 
     def stop(self, timeout: float = 30) -> tuple[int, str]:
         """SIGTERM, wait; (exit status, everything the relay logged)."""
+        if self._log.closed:  # stopped before
+            return self.proc.returncode, ""
         if self.proc.poll() is None:
             self.terminate()
         try:

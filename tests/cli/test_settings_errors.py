@@ -23,6 +23,7 @@ BAD_VALUES = {
     "--sync-interval": "-1",
     "--max-body-bytes": "lots",
     "--max-blob-bytes": "-5",
+    "--verify-threads": "0",
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
     "--metrics-port": "99999",
@@ -31,13 +32,19 @@ BAD_VALUES = {
     "--feed-heartbeat": "0",
     "--feed-send-timeout": "soon",
     "--trusted-proxy": "10.0.0.300",
+    "--cors-origin": "https://app.example/path",
+    "--reconcile-interval": "often",
+    "--reconcile-window": "a while",
+    "--reconcile-full-every": "0",
+    "--sync-frame-limit": "100",
+    "--sync-max-message-bytes": "0",
     "--admin-did": "not-a-did",
     "--admin-token-max-lifetime": "0",
-    "--write-policy": "no_such_module_here:policy",
+    "--write-policy": "no_such_module_here:decide",
     "--write-policy-timeout": "0",
     "--allow-did": "did:web:example.com",
-    "--deny-did": "alice",
-    "--allow-kind": "post",
+    "--deny-did": "someone",
+    "--allow-kind": "widget",
     "--deny-kind": "blob",
 }
 BAD_ENV = {
@@ -134,6 +141,9 @@ def test_flags_win_over_environment_and_defaults_apply() -> None:
     assert s.rate_limit == RateLimit(rate=1.0, capacity=60.0)
     assert [str(n) for n in s.trusted_proxies] == ["10.0.0.0/8", "::1/128"]
     assert parse_settings({}) == ServeSettings()
+    threads = parse_settings({"DFOS_RELAY_VERIFY_THREADS": "3"})
+    assert threads.relay_config().verify_threads == 3
+    assert ServeSettings().relay_config().verify_threads is None  # one per core
 
 
 def test_peer_syntax() -> None:

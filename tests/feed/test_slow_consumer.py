@@ -1,25 +1,35 @@
 """Bounded by design: a subscriber that stops reading is not buffered for
 without end. Once the kernel's socket buffers are full, a send that waits
-past the send timeout closes the stream; the consumer resumes from the last
-event it received (``Last-Event-ID``), without loss or repetition."""
+past the send timeout closes the stream and counts in
+``dfos_relay_feed_slow_consumers_closed_total``. An SSE consumer resumes
+from the last event it received (``Last-Event-ID``); a WebSocket consumer
+gets an ERR with its last delivered token and close code 4008, and resumes
+from that token. Either way nothing is lost."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import socket
+from typing import Any
 
 import httpx
+import websockets
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-from relay import create_relay
+from relay import Relay, create_relay
 from relay.config import RelayConfig
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
 from tests.support.relay_api import PAST_MS
 
-from .conftest import read_sse
+from .conftest import read_sse, ws_frames_until
+
+SLOW_CLOSED = "dfos_relay_feed_slow_consumers_closed_total"
 
 
 def _read_all(sock: socket.socket, timeout_s: float) -> bytes:
@@ -31,30 +41,49 @@ def _read_all(sock: socket.socket, timeout_s: float) -> bytes:
     return b"".join(chunks)
 
 
-async def _subscribers(http: httpx.AsyncClient, url: str) -> float:
-    text = (await http.get(f"{url}/metrics")).text
-    match = re.search(r'dfos_relay_feed_subscribers\{transport="sse"\} ([0-9.]+)', text)
-    assert match
+async def _metric(url: str, pattern: str) -> float:
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"{url}/metrics")).text
+    match = re.search(rf"^{pattern} ([0-9.e+]+)$", text, re.MULTILINE)
+    assert match, pattern
     return float(match.group(1))
 
 
-async def test_a_consumer_that_stops_reading_is_closed_and_resumes_without_loss() -> None:
-    relay = create_relay(MemoryStore(), config=RelayConfig(feed_send_timeout_s=0.5))
+async def _until_metric(url: str, pattern: str, value: float) -> None:
+    for _ in range(75):
+        if await _metric(url, pattern) == value:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{pattern} never reached {value}")
+
+
+async def _a_large_log(relay: Relay) -> int:
+    # ~6 MB of events: more than the kernel buffers of one connection hold
+    await relay.ingest(mixed_workload(4500, seed=81, now_ms=PAST_MS))
+    return await relay.store.log_length()
+
+
+def _relay() -> Relay:
+    return create_relay(MemoryStore(), config=RelayConfig(feed_send_timeout_s=0.5))
+
+
+def _stalled_socket(url: str) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window
+    sock.connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+    return sock
+
+
+async def test_an_sse_consumer_that_stops_reading_is_closed_counted_and_resumes() -> None:
+    relay = _relay()
     async with serve_on_loopback(relay.app) as url:
-        # ~6 MB of events: more than the kernel buffers of one connection hold
-        await relay.ingest(mixed_workload(4500, seed=81, now_ms=PAST_MS))
-        head = await relay.store.log_length()
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window
-        sock.connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+        head = await _a_large_log(relay)
+        assert await _metric(url, SLOW_CLOSED) == 0
+        sock = _stalled_socket(url)
         sock.sendall(b"GET /changes?since=0&live=true HTTP/1.1\r\nHost: relay\r\n\r\n")
-        async with httpx.AsyncClient() as http:
-            for _ in range(50):
-                await asyncio.sleep(0.2)
-                if await _subscribers(http, url) == 0:
-                    break
-            else:
-                raise AssertionError("the stalled subscriber was never closed")
+        await _until_metric(url, r'dfos_relay_feed_subscribers\{transport="sse"\}', 1)
+        await _until_metric(url, r'dfos_relay_feed_subscribers\{transport="sse"\}', 0)
+        assert await _metric(url, SLOW_CLOSED) == 1  # closed as too slow, not as gone
         received = await asyncio.to_thread(_read_all, sock, 5)
         sock.close()
         ids = re.findall(rb"\nid: ([0-9a-z]+\.[0-9]+)\r?\n", received)
@@ -65,3 +94,66 @@ async def test_a_consumer_that_stops_reading_is_closed_and_resumes_without_loss(
         resumed = await read_sse(url, "since=0", headers={"Last-Event-ID": last})
         rest = [e[1]["seq"] for e in resumed if e[0] == "op"]
         assert rest == list(range(delivered + 1, head + 1))
+
+
+def _ws_open(sock: socket.socket, subscriptions: list[Any]) -> WSConnection:
+    """The WebSocket handshake and the CHANGES requests, by hand over a plain
+    socket (wsproto frames them), so the test decides when to read."""
+    client = WSConnection(ConnectionType.CLIENT)
+    sock.sendall(client.send(Request(host="relay", target="/changes")))
+    accepted = False
+    while not accepted:
+        client.receive_data(sock.recv(1 << 16))
+        accepted = any(isinstance(e, AcceptConnection) for e in client.events())
+    for frame in subscriptions:
+        sock.sendall(client.send(TextMessage(data=json.dumps(frame))))
+    return client
+
+
+def _ws_received(client: WSConnection, data: bytes) -> tuple[list[Any], CloseConnection | None]:
+    client.receive_data(data)
+    frames, text, close = [], "", None
+    for event in client.events():
+        if isinstance(event, TextMessage):
+            text += event.data
+            if event.message_finished:
+                frames.append(json.loads(text))
+                text = ""
+        elif isinstance(event, CloseConnection):
+            close = event
+    return frames, close
+
+
+async def test_a_websocket_consumer_that_stops_reading_gets_its_token_and_resumes() -> None:
+    relay = _relay()
+    async with serve_on_loopback(relay.app) as url:
+        head = await _a_large_log(relay)
+        sock = _stalled_socket(url)
+        subscriptions = [
+            ["CHANGES", "live", {"since": 0, "live": True}],
+            ["CHANGES", "tail", {"since": head, "live": True}],
+        ]
+        client = await asyncio.to_thread(_ws_open, sock, subscriptions)
+        await _until_metric(url, SLOW_CLOSED, 1)  # it stopped reading: the relay gives up
+        received = await asyncio.to_thread(_read_all, sock, 5)
+        sock.close()
+        frames, close = _ws_received(client, received)
+        events = [f[3] for f in frames if f[1] == "live" and f[2] == "EVENT"]
+        errors = {f[1]: f[3] for f in frames if f[2] == "ERR"}
+        assert events == list(range(1, len(events) + 1)), "in order, none missing"
+        assert set(errors) == {"live", "tail"}  # every open subscription learns where it stood
+        assert errors["tail"]["seq"] == head and errors["tail"]["code"] == 4008
+        err = errors["live"]
+        token, seq = err["token"], err["seq"]
+        assert err["code"] == 4008 and token.endswith(f".{seq}")
+        assert close is not None and close.code == 4008 and token in (close.reason or "")
+        assert seq < head  # it was cut before the end
+        # the token is the last completed send; the frame being sent when the
+        # timeout struck may still have reached the client, nothing beyond it
+        assert len(events) - 1 <= seq <= len(events)
+        ws_url = "ws" + url.removeprefix("http") + "/changes"
+        async with websockets.connect(ws_url) as again:
+            await again.send(json.dumps(["CHANGES", "resume", {"since": token}]))
+            resumed = await ws_frames_until(again, "resume", "EOSE")
+        rest = [f[3] for f in resumed if f[2] == "EVENT"]
+        assert rest == list(range(seq + 1, head + 1))

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
+import httpx
 import websockets
+from httpx_sse import aconnect_sse
 
 from peer.feed import FeedEvent, FollowOptions, follow
 from relay.testing.workload import mixed_workload
@@ -109,3 +112,30 @@ async def test_websocket_subscriptions_tail_and_follow_live(served: Served) -> N
         await ws.send(json.dumps(["CHANGES", "bad", {"kinds": ["nope"]}]))
         [err] = await ws_frames_until(ws, "bad", "ERR")
         assert err[3]["status"] == 400 and "unknown kinds" in err[3]["error"]
+
+
+async def test_head_answers_the_stream_headers_without_a_body(served: Served) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        answer = await http.head(f"{served.url}/changes?live=true")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert answer.headers["cache-control"] == "no-store" and not answer.content
+
+
+async def test_a_live_sse_subscriber_that_leaves_is_let_go(served: Served) -> None:
+    def open_sse(text: str) -> float:
+        found = re.search(r'^dfos_relay_feed_subscribers\{transport="sse"\} (\S+)$', text, re.M)
+        assert found
+        return float(found.group(1))
+
+    async with httpx.AsyncClient(timeout=10) as http:
+        async with aconnect_sse(http, "GET", f"{served.url}/changes?live=true") as source:
+            async for sse in source.aiter_sse():
+                if sse.event == "eose":  # caught up and following
+                    assert open_sse((await http.get(f"{served.url}/metrics")).text) == 1
+                    break  # now leave
+        for _ in range(50):
+            if open_sse((await http.get(f"{served.url}/metrics")).text) == 0:
+                return
+            await asyncio.sleep(0.1)
+    raise AssertionError("the subscription outlived its client")

@@ -18,7 +18,7 @@ FAULTS = ("timeout", "status-500", "malformed-json", "wrong-shape", "huge-page",
 def tamper(token: str) -> str:
     """Flip one character of the signature: same payload, invalid signature."""
     head, payload, sig = token.split(".")
-    flipped = ("A" if sig[5] != "A" else "B")
+    flipped = "A" if sig[5] != "A" else "B"
     return ".".join((head, payload, sig[:5] + flipped + sig[6:]))
 
 

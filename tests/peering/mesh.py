@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
-from peer import AsgiMeshTransport, HttpPeerClient, PeerConfig
+from peer import AsgiMeshTransport, PeerConfig
 from peer.base import LOCAL_ONLY_HEADER
+from peer.sync_http import HttpSyncClient
 from relay import Relay, create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.service import Peering, build_peering
@@ -69,7 +70,7 @@ async def in_process_mesh(
     transport = AsgiMeshTransport()
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
-        client = HttpPeerClient(http)
+        client = HttpSyncClient(http)
         relays = []
         for i, url in enumerate(urls):
             store_dir = tmp_path / f"r{i}"

@@ -89,8 +89,9 @@ async def test_unreachable_peer(caplog: pytest.LogCaptureFixture) -> None:
     peer_url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     async with relay_with_peer(peer_url) as relay:
         await _check_relay_survives(relay, peer_url, did)
-    assert any(peer_url in r.getMessage() and "PeerUnreachable" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        peer_url in r.getMessage() and "PeerUnreachable" in r.getMessage() for r in caplog.records
+    )
 
 
 async def test_a_slow_peer_does_not_starve_a_healthy_one() -> None:

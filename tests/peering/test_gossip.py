@@ -82,8 +82,9 @@ async def test_queue_is_bounded_and_stop_is_prompt_when_the_peer_is_down(
 
     from tests.peering.mesh import FAST
 
-    cfg = replace(FAST, gossip_queue_max=50, gossip_flush_timeout_s=0.2, backoff_base_s=5.0,
-                  backoff_max_s=5.0)
+    cfg = replace(
+        FAST, gossip_queue_max=50, gossip_flush_timeout_s=0.2, backoff_base_s=5.0, backoff_max_s=5.0
+    )
     tokens = mixed_workload(200, seed=6, now_ms=PAST_MS)
     async with in_process_mesh(
         tmp_path, 2, config=cfg, gossip=True, read_through=False, sync=False

@@ -85,8 +85,6 @@ async def test_three_relays_on_loopback_converge(tmp_path: Path, behavior: str) 
             await assert_converged(mesh, only=chain_ops)
 
 
-
-
 async def test_three_relay_processes_converge_by_interval_sync(tmp_path: Path) -> None:
     """Three `dfos-relay serve` processes, peered for sync only (every 0.2s)."""
     tokens = mixed_workload(150, seed=53, now_ms=PAST_MS)
@@ -98,9 +96,18 @@ async def test_three_relay_processes_converge_by_interval_sync(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
     try:
         for i, port in enumerate(ports):
-            args = [str(command), "serve", "--port", str(port),
-                    "--store", f"sqlite:///{tmp_path / f'r{i}.db'}",
-                    "--sync-interval", "0.2", "--log-level", "warning"]
+            args = [
+                str(command),
+                "serve",
+                "--port",
+                str(port),
+                "--store",
+                f"sqlite:///{tmp_path / f'r{i}.db'}",
+                "--sync-interval",
+                "0.2",
+                "--log-level",
+                "warning",
+            ]
             for url in urls:
                 if url != urls[i]:
                     args += ["--peer", f"{url}#sync"]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from peer import PeerConfig
+from relay.peering.service import Peering
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
     FAST,
@@ -40,8 +41,9 @@ async def test_peer_log_arriving_out_of_dependency_order_sequences(tmp_path: Pat
     before their parent); pages ingest through the pending buffer."""
     tokens = mixed_workload(200, seed=12, now_ms=PAST_MS)
     peers = {0: [PeerConfig("http://relay-b.test", gossip=False, read_through=False)], 1: []}
-    async with in_process_mesh(tmp_path, 2, peers=peers,
-                               config=replace(FAST, sync_page_limit=7)) as mesh:
+    async with in_process_mesh(
+        tmp_path, 2, peers=peers, config=replace(FAST, sync_page_limit=7)
+    ) as mesh:
         # B sequences them; its log order is B's ingestion order
         await post_all(mesh.http, mesh.urls[1], shuffled(tokens, seed=5))
         await mesh.relays[0].sync_from_peers()
@@ -87,8 +89,10 @@ async def test_each_cycle_has_a_per_peer_budget(tmp_path: Path) -> None:
         await b.ingest(tokens)
         total = len(await global_log(mesh.http, mesh.urls[1]))
         cycles = 0
-        while await a.store.get_peer_cursor(mesh.urls[1]) is None or cycles == 0 or (
-            len(await global_log(mesh.http, mesh.urls[0])) < total + 2
+        while (
+            await a.store.get_peer_cursor(mesh.urls[1]) is None
+            or cycles == 0
+            or (len(await global_log(mesh.http, mesh.urls[0])) < total + 2)
         ):
             before = len(await global_log(mesh.http, mesh.urls[0]))
             await a.sync_from_peers()
@@ -118,11 +122,14 @@ async def test_a_cursor_the_peer_no_longer_knows_resets_once_to_the_start(
     tmp_path: Path,
 ) -> None:
     """The peer rebuilt its store, so our saved cursor means nothing there: it
-    answers an empty page marked ``cursorUnknown``; we read from the start."""
+    answers an empty page marked ``cursorUnknown``; when it cannot reconcile,
+    we read from the start."""
     tokens = mixed_workload(60, seed=16, now_ms=PAST_MS)
     peers = {0: [PeerConfig("http://relay-b.test", gossip=False, read_through=False)], 1: []}
     async with in_process_mesh(tmp_path, 2, peers=peers) as mesh:
         a, b = mesh.relays
+        assert isinstance(a.peering, Peering)
+        a.peering.sync.repair = None  # as with a peer that cannot reconcile
         await b.ingest(tokens)
         # a cursor B never issued (as after a rebuild of B's log)
         foreign = "bafyreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
@@ -133,3 +140,32 @@ async def test_a_cursor_the_peer_no_longer_knows_resets_once_to_the_start(
         assert b_cids <= a_cids
         # the cursor now saved is one B issued
         assert await a.store.get_peer_cursor(mesh.urls[1]) in b_cids
+
+
+async def test_a_cursor_the_peer_no_longer_knows_is_repaired_by_reconciliation(
+    tmp_path: Path,
+) -> None:
+    """Instead of reading the peer's whole log again, we reconcile with it and
+    page on from its current head: what it holds is here, the saved cursor is
+    its head, and ops it accepts afterwards come by paging."""
+    tokens = mixed_workload(80, seed=17, now_ms=PAST_MS)
+    peers = {0: [PeerConfig("http://relay-b.test", gossip=False, read_through=False)], 1: []}
+    async with in_process_mesh(tmp_path, 2, peers=peers) as mesh:
+        a, b = mesh.relays
+        await b.ingest(tokens[:60])
+        foreign = "bafyreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+        await a.store.set_peer_cursor(mesh.urls[1], foreign)
+        await a.sync_from_peers()
+        b_log = await global_log(mesh.http, mesh.urls[1])
+        assert {e["cid"] for e in b_log} <= {
+            e["cid"] for e in await global_log(mesh.http, mesh.urls[0])
+        }
+        peering = a.peering
+        assert isinstance(peering, Peering)
+        report = peering.repair.last[mesh.urls[1]]
+        assert report.ok and report.direction == "pull" and report.sequenced > 0
+        assert await a.store.get_peer_cursor(mesh.urls[1]) == b_log[-1]["cid"]
+        await b.ingest(tokens[60:])
+        assert await a.sync_from_peers() == 20  # paged on from B's head, not from the start
+        b_cids = {e["cid"] for e in await global_log(mesh.http, mesh.urls[1])}
+        assert b_cids <= {e["cid"] for e in await global_log(mesh.http, mesh.urls[0])}

@@ -6,10 +6,14 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from multiformats import CID
 
 from relay.protocol import (
     CidMismatchError,
+    MalformedError,
+    base32_encode,
     check_cid,
     cid_from_cbor,
     cid_of,
@@ -133,3 +137,24 @@ def test_cid_to_bytes_rejects_other_shapes(text: str) -> None:
 def test_is_cid_accepts_vector_cids() -> None:
     assert is_cid(GENESIS_CID)
     assert not is_cid(None)
+
+
+def _decodes(text: str) -> bool:
+    try:
+        cid_to_bytes(text)
+    except MalformedError:
+        return False
+    return True
+
+
+@given(
+    st.binary(min_size=32, max_size=32),
+    st.integers(min_value=0, max_value=58),
+    st.sampled_from("abcdefghijklmnopqrstuvwxyz234567ABZ01=\n"),
+)
+def test_is_cid_agrees_with_decoding(digest: bytes, at: int, char: str) -> None:
+    """``is_cid`` (a regex, on every token) accepts exactly what decodes."""
+    cid = "b" + base32_encode(b"\x01\x71\x12\x20" + digest)
+    assert is_cid(cid) and _decodes(cid)
+    for text in (cid[:at] + char + cid[at + 1 :], cid[:at] + char + cid[at:], cid[:at]):
+        assert is_cid(text) == _decodes(text), text

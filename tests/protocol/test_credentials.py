@@ -229,3 +229,14 @@ def test_auth_token_audience_may_be_an_array() -> None:
         K1,
     )
     assert verify_auth_token(token, RESOLVE, AUD, NOW_S).aud == AUD
+
+
+def test_a_credential_checked_before_still_needs_a_key_the_resolver_offers() -> None:
+    """Repeated checks of one credential reuse the key it verified under, but
+    only while the resolver still offers that key."""
+    token = vector("credential-write")["broadCredential"]
+    for _ in range(2):  # the second check goes through the memo
+        verify_credential(token, RESOLVE, NOW_S, DFOS_CONTENT_WRITE, DELEGATE_DID)
+    other = static_resolver({KID1: K3.public_key})  # same kid, another key
+    with pytest.raises(CredentialError):
+        verify_credential(token, other, NOW_S, DFOS_CONTENT_WRITE, DELEGATE_DID)

@@ -37,9 +37,10 @@ def test_precheck_records_the_key_that_verifies() -> None:
     other = reference_keypair(2).public_key
     checked = precheck(decode_jws(GENESIS), [other, KEY.public_key])
     assert checked.verified_key == KEY.public_key
-    assert verify_identity_genesis(checked, NOW_MS).did == verify_identity_genesis(
-        decode_jws(GENESIS), NOW_MS
-    ).did
+    assert (
+        verify_identity_genesis(checked, NOW_MS).did
+        == verify_identity_genesis(decode_jws(GENESIS), NOW_MS).did
+    )
 
 
 def test_no_key_recorded_when_no_candidate_verifies() -> None:

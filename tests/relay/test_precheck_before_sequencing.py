@@ -75,21 +75,25 @@ async def test_a_rotated_away_key_under_the_same_key_id_still_fails(
     old, new = Ed25519Keypair.from_seed(b"\x01" * 32), Ed25519Keypair.from_seed(b"\x02" * 32)
     at = [format_timestamp(PAST_MS + i * 1000) for i in range(3)]
     genesis = sign_operation(
-        TYP_IDENTITY, identity_create_payload([_key(old, "k")], [], [_key(old, "k")], at[0]),
-        old, "k",
+        TYP_IDENTITY,
+        identity_create_payload([_key(old, "k")], [], [_key(old, "k")], at[0]),
+        old,
+        "k",
     )
     did = did_from_genesis_cid(genesis.cid)
     rotate = sign_operation(
         TYP_IDENTITY,
         identity_update_payload(genesis.cid, [_key(new, "k")], [], [_key(new, "k")], at[1]),
-        old, f"{did}#k",
+        old,
+        f"{did}#k",
     )
     assert statuses(await post(client, [genesis.token, rotate.token])) == ["new", "new"]
     # "k" now names the new key; the old key (still in the history) signs anyway.
     stale = sign_operation(
         TYP_IDENTITY,
         identity_update_payload(rotate.cid, [_key(old, "k")], [], [_key(old, "k")], at[2]),
-        old, f"{did}#k",
+        old,
+        f"{did}#k",
     )
     [result] = await post(client, [stale.token])
     assert result["status"] == "rejected" and "signature" in result["error"]

@@ -156,7 +156,9 @@ def test_injected_divergence_is_named(spark: Any, diverged: dict[str, Any], tmp_
     assert partial[diverged["liar"]]["heldBy"] == ["r1"]
     [cs] = report["countersignsWithPartialTarget"]["ops"]
     assert (cs["cid"], cs["targetCid"], cs["targetHeldBy"]) == (
-        diverged["witness"], diverged["target"], ["r0"]
+        diverged["witness"],
+        diverged["target"],
+        ["r0"],
     )
     [conflict] = report["tokenConflicts"]["cids"]
     assert conflict["cid"] == diverged["tampered"]
@@ -197,8 +199,10 @@ def test_unpadded_base64url_decodes(spark: Any) -> None:
         payload = json.dumps({"did": f"did:dfos:{name}", "createdAt": "2024-01-02T03:04:05.678Z"})
         token = f"e30.{b64url_encode(payload.encode())}.sig"
         rows.append(("r", 0, "cid", token, "artifact", "chain"))
-    entries = spark.createDataFrame(rows, "relay string, relayIndex int, cid string,"
-                                    " jwsToken string, kind string, chainId string")
+    entries = spark.createDataFrame(
+        rows,
+        "relay string, relayIndex int, cid string, jwsToken string, kind string, chainId string",
+    )
     decoded = decode_entries(entries).collect()
     assert [r["did"] for r in decoded] == [f"did:dfos:{n}" for n in ("a", "ab", "abc", "abcd")]
     assert {r["createdMs"] for r in decoded} == {1704164645678}

@@ -36,6 +36,21 @@ async def test_operation_round_trips_with_state_snapshot(opened: RelayStore) -> 
     assert found == {"c1": genesis, "c3": beacon}
 
 
+async def test_sequenced_and_keys_reads_what_a_precheck_needs(opened: RelayStore) -> None:
+    await append(opened, op("c1"), op("c2"))
+    await opened.put_raw_ops([("c3", "tok.c3")])  # buffered is not sequenced
+    keys = [
+        IdentityKeyRecord("did:a", "k1", "z1"),
+        IdentityKeyRecord("did:a", "k2", "z2"),
+        IdentityKeyRecord("did:b", "k1", "z3"),
+    ]
+    await commit(opened, CommitBatch(identity_keys=keys))
+    sequenced, found = await opened.sequenced_and_keys({"c1", "c3", "c9"}, {"did:a", "did:x"})
+    assert sequenced == {"c1"}
+    assert found == {"did:a": keys[:2]}  # in history order
+    assert await opened.sequenced_and_keys([], []) == (set(), {})
+
+
 async def test_batch_reads_accept_empty_collections(opened: RelayStore) -> None:
     async with opened.sequencing() as s:
         assert await s.get_operations([]) == {}

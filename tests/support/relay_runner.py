@@ -39,12 +39,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     peers = [
-        PeerConfig(url, gossip=not args.no_gossip, read_through=not args.no_read_through,
-                   sync=not args.no_sync)
+        PeerConfig(
+            url,
+            gossip=not args.no_gossip,
+            read_through=not args.no_read_through,
+            sync=not args.no_sync,
+        )
         for url in args.peer
     ]
-    config = PeeringConfig(sync_interval_s=args.sync_interval, backoff_base_s=0.05,
-                           backoff_max_s=0.5)
+    config = PeeringConfig(
+        sync_interval_s=args.sync_interval, backoff_base_s=0.05, backoff_max_s=0.5
+    )
     relay = create_relay(
         open_store_from_url(args.store),
         peering=build_peering(peers, None, config) if peers else None,

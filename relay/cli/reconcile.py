@@ -1,0 +1,63 @@
+"""``dfos-relay reconcile URL``: reconcile a store with a peer relay once,
+by Negentropy rounds, and print what was learned and sent.
+
+The store is opened as a relay without HTTP or peering (a relay serving
+the same SQLite file or Postgres database may run meanwhile): what is
+pulled goes through the full ingest pipeline, what is pushed goes to the
+peer's POST /operations.
+"""
+
+from __future__ import annotations
+
+import json
+
+from relay.reconcile.initiator import Direction, ReconcileReport
+from relay.reconcile.server import Window
+
+
+class ReconcileCommandError(Exception):
+    """One line for the operator."""
+
+
+async def reconcile_command(
+    url: str, store_url: str, direction: Direction, window_s: float | None, as_json: bool
+) -> int:
+    from peer.base import normalize_peer_url
+    from relay.asgi import store_from_url
+    from relay.compose import create_relay
+    from stores.base import StoreError
+
+    try:
+        peer = normalize_peer_url(url)
+    except ValueError as exc:
+        raise ReconcileCommandError(str(exc)) from None
+    store = store_from_url(store_url)
+    relay = create_relay(store)
+    window = None
+    if window_s is not None:
+        now_ms = relay.clock()
+        window = Window(since=max(0, now_ms - int(window_s * 1000)))
+    try:
+        async with relay.running():
+            report = await relay.reconcile(peer, direction, window)
+    except StoreError as exc:
+        raise ReconcileCommandError(f"store {store_url}: {exc}") from None
+    if as_json:
+        print(json.dumps(report.as_dict()))
+    else:
+        print(summary(report))
+    if not report.ok:
+        raise ReconcileCommandError(f"{peer}: {report.error}")
+    return 0
+
+
+def summary(report: ReconcileReport) -> str:
+    scope = "everything" if report.window.is_everything else f"createdAt >= {report.window.since}"
+    return (
+        f"reconciled {scope} with {report.peer} in {report.rounds} round(s), "
+        f"{report.bytes_sent} bytes sent and {report.bytes_received} received, "
+        f"{report.seconds:.2f}s: "
+        f"learned {report.need} op(s) we lacked ({report.fetched} fetched, "
+        f"{report.sequenced} new here), "
+        f"{report.have} op(s) it lacked ({report.pushed} sent)"
+    )

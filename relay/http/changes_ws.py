@@ -1,0 +1,239 @@
+"""``GET /changes`` upgraded to a WebSocket: the changes feed in the draft's
+message family (additive to v0.7.1).
+
+The client sends ``["CHANGES", subId, filter]`` and ``["CLOSE", subId]``;
+the relay answers ``["CHANGES", subId, "STATUS" | "SNAPSHOT" | "EVENT" |
+"EOSE" | "ERR", ...]``. Several subscriptions share one socket, and their
+sends are serialized, each bounded by the send timeout.
+
+A consumer that stays unwritable past the send timeout is closed: every
+open subscription gets an ERR ``{error, code: 4008, token, seq}`` carrying
+its last delivered token (the last event whose send completed), then the
+socket closes with code 4008 and the token of the subscription that
+stalled. Both are queued behind what the consumer has not read yet, so it
+sees them once it reads again. The event whose send was cut may still
+arrive before the ERR: resuming from the ERR token loses nothing, and a
+client that also tracks the seqs it received skips that one repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from relay.feed import (
+    Eose,
+    Events,
+    FeedError,
+    FeedMessage,
+    FeedRequestError,
+    Snapshot,
+    Status,
+    Subscription,
+    filter_from_json,
+)
+
+from .changes import bootstrap_url, count_error
+from .context import relay_of
+
+log = logging.getLogger("dfos_relay.feed")
+
+MAX_WS_MESSAGE_BYTES = 64 * 1024
+MAX_WS_SUBSCRIPTIONS = 16
+MAX_SUB_ID_CHARS = 64
+SLOW_CONSUMER_CLOSE = 4008
+CLOSE_GRACE_S = 10.0  # the whole closing sequence (ERR frames, close frame)
+FINAL_FRAME_WAIT_S = 1.0  # one closing frame: queued at once, then waits for room
+
+
+class _Socket:
+    """One client socket: its subscriptions, and sends bounded in time."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self.relay = relay_of(ws)
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.subs: dict[str, Subscription] = {}  # the open ones, for their closing ERR
+        self.send_lock = asyncio.Lock()
+        self.closed = False
+        self.done = asyncio.Event()  # set when this socket must close
+        self.stalled: tuple[str, Subscription] | None = None
+
+    async def send(self, text: str, stalled: tuple[str, Subscription] | None = None) -> None:
+        """Send one frame; past the send timeout, mark the socket for closing
+        (``stalled`` names the subscription whose send it was)."""
+        async with self.send_lock:
+            if self.closed:
+                raise WebSocketDisconnect()
+            try:
+                async with asyncio.timeout(self.relay.feed.config.send_timeout_s):
+                    await self.ws.send_text(text)
+            except TimeoutError:
+                self.relay.metrics.feed_slow_closed.inc()
+                self.closed = True
+                self.stalled = stalled
+                self.done.set()
+                raise WebSocketDisconnect(SLOW_CONSUMER_CLOSE) from None
+
+    async def send_frame(self, frame: list[Any]) -> None:
+        await self.send(json.dumps(frame))
+
+    async def close(self, open_subs: dict[str, Subscription]) -> None:
+        """The closing sequence, after what is already buffered; bounded."""
+        self.closed = True
+        code, reason, frames = 1000, "bye", []
+        if self.stalled is not None:
+            stalled_id, stalled = self.stalled
+            code = SLOW_CONSUMER_CLOSE
+            reason = f"slow consumer; resume from {stalled.token.compact()}"
+            for sub_id, sub in {stalled_id: stalled, **open_subs}.items():
+                token = sub.token
+                body = {
+                    "error": "slow consumer: the socket stayed unwritable; resume from token",
+                    "code": SLOW_CONSUMER_CLOSE,
+                    "token": token.compact(),
+                    "seq": token.seq,
+                }
+                frames.append(json.dumps(["CHANGES", sub_id, "ERR", body]))
+        deadline = asyncio.get_running_loop().time() + CLOSE_GRACE_S
+        for text in frames:
+            await _bounded(self.ws.send_text(text), deadline)
+        await _bounded(self.ws.close(code, reason[:120]), deadline)
+
+    async def run_subscription(self, sub_id: str, sub: Subscription) -> None:
+        metrics = self.relay.metrics
+        with sub:
+            metrics.feed_subscribers.labels("websocket").inc()
+            try:
+                async for message in sub.messages():
+                    if isinstance(message, Events):
+                        await self._send_events(sub_id, sub, message)
+                        continue
+                    frame = _ws_frame(sub_id, message)
+                    if frame is not None:
+                        await self.send_frame(frame)
+            except WebSocketDisconnect:
+                pass  # the socket closes (the client left, or it stalled)
+            except Exception as exc:
+                log.warning("changes feed failed: %s", exc)
+                with contextlib.suppress(WebSocketDisconnect):
+                    await self.send_frame(["CHANGES", sub_id, "ERR", {"error": "the feed failed"}])
+            finally:
+                metrics.feed_subscribers.labels("websocket").dec()
+                if self.subs.get(sub_id) is sub and not self.closed:  # else: its ERR is due
+                    del self.subs[sub_id]
+                    self.tasks.pop(sub_id, None)
+
+    async def _send_events(self, sub_id: str, sub: Subscription, message: Events) -> None:
+        # the event JSON is encoded once for all subscribers; only the prefix is ours
+        prefix = f'["CHANGES", {json.dumps(sub_id)}, "EVENT", '
+        for event in message.events:
+            await self.send(f"{prefix}{event.seq}, {event.json}]", (sub_id, sub))
+            sub.passed(event.seq)
+        last = message.events[-1].seq
+        self.relay.metrics.feed_delivered(last, sub.feed.hub.known_head, len(message.events))
+
+    async def handle(self, text: str) -> None:
+        try:
+            if len(text) > MAX_WS_MESSAGE_BYTES:
+                raise FeedRequestError(f"message over {MAX_WS_MESSAGE_BYTES} bytes")
+            frame = json.loads(text)
+        except ValueError:
+            await self.send_frame(["NOTICE", "message is not JSON"])
+            return
+        except FeedRequestError as exc:
+            await self.send_frame(["NOTICE", str(exc)])
+            return
+        if not (isinstance(frame, list) and len(frame) >= 2 and isinstance(frame[1], str)):
+            await self.send_frame(
+                ["NOTICE", 'expected ["CHANGES", subId, filter] or ["CLOSE", subId]']
+            )
+            return
+        verb, sub_id = frame[0], frame[1]
+        if not 0 < len(sub_id) <= MAX_SUB_ID_CHARS:
+            await self.send_frame(["NOTICE", f"subId must be 1..{MAX_SUB_ID_CHARS} characters"])
+            return
+        if verb == "CLOSE":
+            self._cancel(sub_id)
+            return
+        if verb != "CHANGES" or len(frame) != 3:
+            await self.send_frame(["NOTICE", f"unknown message {str(verb)[:20]!r}"])
+            return
+        await self.open(sub_id, frame[2])
+
+    def _cancel(self, sub_id: str) -> None:
+        task = self.tasks.pop(sub_id, None)
+        self.subs.pop(sub_id, None)
+        if task is not None:
+            task.cancel()
+
+    async def open(self, sub_id: str, raw_filter: Any) -> None:
+        self._cancel(sub_id)  # a subId reused: the new filter replaces the old one
+        if len(self.tasks) >= MAX_WS_SUBSCRIPTIONS:
+            error = {"error": f"at most {MAX_WS_SUBSCRIPTIONS} per socket"}
+            await self.send_frame(["CHANGES", sub_id, "ERR", error])
+            return
+        try:
+            flt = filter_from_json(raw_filter)
+            sub = await self.relay.feed.open(flt, "websocket", bootstrap_url(self.ws))
+        except FeedError as exc:
+            count_error(self.ws, exc)
+            body = exc.body() | {"status": exc.status}
+            await self.send_frame(["CHANGES", sub_id, "ERR", body])
+            return
+        self.subs[sub_id] = sub
+        self.tasks[sub_id] = asyncio.create_task(self.run_subscription(sub_id, sub))
+
+    async def stop(self) -> dict[str, Subscription]:
+        """Cancel every subscription; the ones still open, by subId."""
+        open_subs = dict(self.subs)
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        return open_subs
+
+
+async def _bounded(send: Awaitable[None], deadline: float) -> None:
+    remaining = deadline - asyncio.get_running_loop().time()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(send, max(0.01, min(FINAL_FRAME_WAIT_S, remaining)))
+
+
+def _ws_frame(sub_id: str, message: FeedMessage) -> list[Any] | None:
+    if isinstance(message, Snapshot):
+        return ["CHANGES", sub_id, "SNAPSHOT", message.item]
+    if isinstance(message, Status):
+        return ["CHANGES", sub_id, "STATUS", message.to_json()]
+    if isinstance(message, Eose):
+        return ["CHANGES", sub_id, "EOSE", message.token.seq, message.token.compact()]
+    return None  # heartbeats: the WebSocket keeps itself alive with pings
+
+
+async def _receive(ws: WebSocket, socket: _Socket) -> None:
+    with contextlib.suppress(WebSocketDisconnect):
+        while True:
+            await socket.handle(await ws.receive_text())
+
+
+async def changes_ws(ws: WebSocket) -> None:
+    await ws.accept()
+    socket = _Socket(ws)
+    receiver = asyncio.create_task(_receive(ws, socket))
+    closing = asyncio.create_task(socket.done.wait())
+    try:
+        await asyncio.wait({receiver, closing}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (receiver, closing):
+            task.cancel()
+        open_subs = await socket.stop()
+        if ws.client_state is WebSocketState.CONNECTED:
+            await socket.close(open_subs)

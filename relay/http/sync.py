@@ -1,0 +1,61 @@
+"""Reconciliation routes (additive to v0.7.1):
+
+- ``POST /sync/negentropy``: one Negentropy V1 round, body and reply
+  ``application/octet-stream``; ``?since=&until=`` (ms) limits both sides
+  to a createdAt window, ``?frameLimit=`` is the client's frame limit.
+- ``POST /sync/operations``: ``{"cids": [...]}`` (at most 1000) answers
+  ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from relay.reconcile.server import (
+    SyncRequestError,
+    answer_round,
+    ordered_operations,
+    parse_cids,
+    parse_frame_limit,
+    parse_window,
+)
+
+from .context import relay_of
+from .errors import ApiError
+from .params import read_body_capped
+
+OCTET_STREAM = "application/octet-stream"
+MAX_FETCH_BODY_BYTES = 128 * 1024  # 1000 CIDs of 59 characters, quoted, with room
+
+
+async def post_negentropy(request: Request) -> Response:
+    relay = relay_of(request)
+    config = relay.config
+    try:
+        window = parse_window(request.query_params)
+        frame_limit = parse_frame_limit(request.query_params, config.sync_frame_limit)
+        body = await read_body_capped(request, config.sync_max_message_bytes)
+        reply = await answer_round(relay.sync_index, body, window, frame_limit)
+    except SyncRequestError as exc:
+        raise ApiError(exc.status, str(exc)) from exc
+    relay.metrics.reconcile.round_served(len(body), len(reply))
+    return Response(reply, media_type=OCTET_STREAM)
+
+
+async def post_sync_operations(request: Request) -> JSONResponse:
+    relay = relay_of(request)
+    body = await read_body_capped(request, MAX_FETCH_BODY_BYTES)
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, "request body is not valid JSON") from exc
+    try:
+        cids = parse_cids(data)
+    except SyncRequestError as exc:
+        raise ApiError(exc.status, str(exc)) from exc
+    found = await relay.store.read_operations(cids)
+    tokens, missing = ordered_operations(found, cids)
+    return JSONResponse({"operations": tokens, "missing": missing})

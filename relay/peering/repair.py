@@ -1,0 +1,126 @@
+"""The ``reconcile`` peer behaviour: range-based reconciliation as the
+repair path behind gossip, sync and ``live``.
+
+For each reconcile peer, one task:
+- runs a full reconciliation soon after start;
+- then every ``reconcile_interval_s`` a run over the last
+  ``reconcile_window_s`` of createdAt, and a full run every
+  ``reconcile_full_every``-th time (an op created long ago can still
+  arrive late, so the window alone is not enough);
+- runs at once when asked (``request``): after a feed gap or an unknown
+  log cursor, which without it cost a full log replay.
+
+Each run is bounded (``ReconcileBounds``); a failed run backs the peer off
+under the shared per-peer ``Backoff``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from relay.reconcile.initiator import Direction, ReconcileAborted, ReconcileReport
+from relay.reconcile.server import Window
+
+from .backoff import Backoff
+from .config import PeeringConfig
+
+log = logging.getLogger("dfos_relay.peering")
+
+
+@runtime_checkable
+class ReconcilingHost(Protocol):
+    async def reconcile(
+        self, peer_url: str, direction: Direction = "both", window: Window | None = None
+    ) -> ReconcileReport: ...
+
+
+class ReconcileRepair:
+    def __init__(self, peer_urls: Sequence[str], backoff: Backoff, config: PeeringConfig) -> None:
+        self._peers = tuple(peer_urls)
+        self._backoff = backoff
+        self._config = config
+        self._host: ReconcilingHost | None = None
+        self._wake = {url: asyncio.Event() for url in self._peers}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.last: dict[str, ReconcileReport] = {}  # the latest run per peer
+
+    def start(self, host: ReconcilingHost) -> None:
+        self._host = host
+        self._tasks = [
+            asyncio.create_task(self._run(url), name=f"reconcile {url}") for url in self._peers
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        self._host = None
+
+    def request(self, url: str) -> None:
+        """Run against ``url`` now (a configured reconcile peer)."""
+        if url in self._wake:
+            self._wake[url].set()
+
+    async def repaired(self, url: str) -> bool:
+        """Pull everything ``url`` has that we lack, by reconciliation; False
+        when that is not possible (the peer cannot reconcile, or the run
+        failed), so the caller falls back to a full log replay."""
+        report = await self.run_once(url, direction="pull")
+        return report is not None and report.ok
+
+    async def run_once(
+        self, url: str, direction: Direction = "both", window: Window | None = None
+    ) -> ReconcileReport | None:
+        """One run against ``url`` (any peer), serialized per peer."""
+        host = self._host
+        if host is None:
+            return None
+        async with self._locks.setdefault(url, asyncio.Lock()):
+            report = await host.reconcile(url, direction, window)
+        self.last[url] = report
+        if report.ok:
+            self._backoff.success(url)
+            if report.have or report.need:
+                log.info(
+                    "reconciled with %s: %d sequenced from it, %d pushed to it",
+                    url, report.sequenced, report.pushed,
+                )  # fmt: skip
+        else:
+            self._backoff.failure(url, "reconcile", ReconcileAborted(report.error or "failed"))
+        return report
+
+    async def _run(self, url: str) -> None:
+        interval = self._config.reconcile_interval_s
+        runs = 0
+        while True:
+            full = runs % self._config.reconcile_full_every == 0
+            if self._backoff.ready(url):
+                try:
+                    await self.run_once(url, window=None if full else self._window())
+                    runs += 1
+                except Exception:  # a store failure must not end the loop silently
+                    log.exception("reconcile with %s failed", url)
+            wake = self._wake[url]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=self._pause(url, interval))
+            if wake.is_set():
+                wake.clear()
+                runs = 0  # a requested run is a full one
+
+    def _window(self) -> Window:
+        now_ms = int(time.time() * 1000)
+        return Window(since=max(0, now_ms - int(self._config.reconcile_window_s * 1000)))
+
+    def _pause(self, url: str, interval: float | None) -> float | None:
+        if not self._backoff.ready(url):
+            return max(0.05, self._backoff.delay(url))
+        return interval

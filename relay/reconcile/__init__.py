@@ -1,0 +1,1 @@
+"""Range-based set reconciliation between relays (Negentropy V1)."""

@@ -1,0 +1,220 @@
+"""The initiating side of reconciliation with one peer.
+
+1. Negentropy rounds over our index (or a createdAt window of it) until
+   the exchange ends, learning ``have`` (ours, not theirs) and ``need``.
+2. Pull: ``need`` is fetched in batches (oldest first, so dependencies
+   tend to come first; the peer orders each batch for transfer) and
+   ingested through the normal pipeline: every op is verified, the peer
+   is trusted with nothing.
+3. Push: ``have`` is read from our store and posted in transfer order.
+
+Bounds (hostile peers, draft section 9): rounds, bytes each way and wall
+time per run; a reply over our frame limit, a malformed reply, or ids the
+peer advertised and then would not serve end the run with an error that
+the caller logs and backs off on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from peer.base import PeerError
+from peer.sync_http import MAX_FETCH_CIDS, HttpSyncClient
+from relay.protocol.negentropy import (
+    INFINITY,
+    Negentropy,
+    NegentropyError,
+    NegentropyOptions,
+    Storage,
+    StorageWindow,
+    UnsupportedVersion,
+    cid_from_id,
+)
+from relay.rules.outcomes import IngestionResult, Status
+from relay.rules.transfer_order import transfer_order
+from stores.base import OperationRecord
+
+from .index import FingerprintIndex
+from .server import Window
+
+Direction = Literal["pull", "push", "both"]
+PUSH_BATCH = 100  # POST /operations takes at most 100
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileBounds:
+    max_rounds: int = 64
+    max_bytes: int = 64 * 1024 * 1024  # each way, per run
+    deadline_s: float = 300.0
+    frame_limit: int = 512 * 1024  # asked of the peer, and kept ourselves
+
+
+class ReconcileAborted(Exception):
+    """The run was cut off by a bound or by the peer's behaviour."""
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    peer: str
+    direction: Direction
+    window: Window
+    rounds: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    have: int = 0
+    need: int = 0
+    fetched: int = 0  # ops the peer served us
+    sequenced: int = 0  # of those, newly sequenced here
+    refused: list[str] = field(default_factory=list)  # advertised, then not served
+    pushed: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "peer": self.peer,
+            "direction": self.direction,
+            "since": self.window.since,
+            "until": None if self.window.until == INFINITY else self.window.until,
+            "rounds": self.rounds,
+            "bytesSent": self.bytes_sent,
+            "bytesReceived": self.bytes_received,
+            "have": self.have,
+            "need": self.need,
+            "fetched": self.fetched,
+            "sequenced": self.sequenced,
+            "refused": len(self.refused),
+            "pushed": self.pushed,
+            "seconds": round(self.seconds, 3),
+            "error": self.error,
+        }
+
+
+class ReconcileStore(Protocol):
+    async def read_operations(self, cids: Sequence[str]) -> dict[str, OperationRecord]: ...
+
+
+class ReconcileHost(Protocol):
+    @property
+    def store(self) -> ReconcileStore: ...
+
+    async def ingest(
+        self, tokens: Sequence[object], source: str | None = None
+    ) -> list[IngestionResult]: ...
+
+
+async def reconcile(
+    host: ReconcileHost,
+    index: FingerprintIndex,
+    client: HttpSyncClient,
+    peer_url: str,
+    *,
+    direction: Direction = "both",
+    window: Window | None = None,
+    bounds: ReconcileBounds | None = None,
+) -> ReconcileReport:
+    """One run against ``peer_url``; failures are in ``report.error``."""
+    bounds = bounds or ReconcileBounds()
+    report = ReconcileReport(peer_url, direction, window or Window())
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(bounds.deadline_s):
+            have, need = await _rounds(index, client, report, bounds)
+            report.have, report.need = len(have), len(need)
+            if direction in ("pull", "both") and need:
+                await _pull(host, client, report, need)
+            if direction in ("push", "both") and have:
+                await _push(host, client, report, have)
+    except TimeoutError:
+        report.error = f"deadline of {bounds.deadline_s:g}s passed"
+    except ReconcileAborted as exc:
+        report.error = str(exc)
+    except PeerError as exc:
+        report.error = str(exc)
+    finally:
+        report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _rounds(
+    index: FingerprintIndex,
+    client: HttpSyncClient,
+    report: ReconcileReport,
+    bounds: ReconcileBounds,
+) -> tuple[list[bytes], list[bytes]]:
+    window = report.window
+    options = NegentropyOptions(frame_size_limit=bounds.frame_limit, random_splits=True)
+    negentropy = Negentropy(_storage(await index.ready(), window), options)
+    have: dict[bytes, None] = {}
+    need: dict[bytes, None] = {}
+    message: bytes | None = negentropy.initiate()
+    while message is not None:
+        if report.rounds >= bounds.max_rounds:
+            raise ReconcileAborted(f"no agreement after {bounds.max_rounds} rounds")
+        report.rounds += 1
+        report.bytes_sent += len(message)
+        reply = await client.negentropy(
+            report.peer,
+            message,
+            since=window.since if window.since else None,
+            until=None if window.until == INFINITY else window.until,
+            frame_limit=bounds.frame_limit,
+        )
+        report.bytes_received += len(reply)
+        if max(report.bytes_sent, report.bytes_received) > bounds.max_bytes:
+            raise ReconcileAborted(f"more than {bounds.max_bytes} bytes in one run")
+        # Commits between rounds move indexes: every step reads a fresh view.
+        negentropy.storage = _storage(await index.ready(), window)
+        try:
+            step = negentropy.step(reply)
+        except UnsupportedVersion as exc:
+            raise ReconcileAborted(f"peer does not speak negentropy V1 ({exc})") from exc
+        except NegentropyError as exc:
+            raise ReconcileAborted(f"malformed negentropy reply: {exc}") from exc
+        have.update(dict.fromkeys(step.have))
+        need.update(dict.fromkeys(step.need))
+        message = step.message
+    return list(have), list(need)
+
+
+def _storage(tree: Storage, window: Window) -> Storage:
+    return tree if window.is_everything else StorageWindow(tree, window.since, window.until)
+
+
+async def _pull(
+    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, need: list[bytes]
+) -> None:
+    cids = [cid_from_id(i) for i in need]
+    for at in range(0, len(cids), MAX_FETCH_CIDS):
+        batch = cids[at : at + MAX_FETCH_CIDS]
+        fetched = await client.fetch_operations(report.peer, batch)
+        asked = set(batch)
+        report.refused.extend(c for c in fetched.missing if c in asked)
+        report.fetched += len(fetched.tokens)
+        if fetched.tokens:
+            results = await host.ingest(fetched.tokens, source=report.peer)
+            report.sequenced += sum(1 for r in results if r.status is Status.NEW)
+    if report.refused:
+        raise ReconcileAborted(f"peer advertised {len(report.refused)} ops it then did not serve")
+
+
+async def _push(
+    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, have: list[bytes]
+) -> None:
+    cids = [cid_from_id(i) for i in have]
+    ops: list[OperationRecord] = []
+    for at in range(0, len(cids), MAX_FETCH_CIDS):
+        ops.extend((await host.store.read_operations(cids[at : at + MAX_FETCH_CIDS])).values())
+    ordered = transfer_order(ops)
+    for at in range(0, len(ordered), PUSH_BATCH):
+        batch = [op.jws_token for op in ordered[at : at + PUSH_BATCH]]
+        await client.submit_operations(report.peer, batch)
+        report.pushed += len(batch)

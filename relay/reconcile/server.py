@@ -1,0 +1,117 @@
+"""The serving side of reconciliation: one stateless Negentropy round over
+the index (optionally a createdAt window of it), and ops by CID in
+transfer order.
+
+Every bad input is a ``SyncRequestError`` with its HTTP status and leaves
+nothing behind: a round reads the index and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from relay.protocol import is_cid
+from relay.protocol.negentropy import (
+    INFINITY,
+    Negentropy,
+    NegentropyError,
+    NegentropyOptions,
+    StorageWindow,
+)
+from relay.rules.transfer_order import transfer_order
+from stores.base import OperationRecord
+
+from .index import FingerprintIndex
+
+MAX_FETCH_CIDS = 1000
+MIN_FRAME_LIMIT = 4096
+
+
+class SyncRequestError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """createdAt in [since, until) milliseconds; the defaults are everything."""
+
+    since: int = 0
+    until: int = INFINITY
+
+    @property
+    def is_everything(self) -> bool:
+        return self.since == 0 and self.until == INFINITY
+
+
+def parse_window(params: Mapping[str, str]) -> Window:
+    since, until = _millis(params, "since", 0), _millis(params, "until", INFINITY)
+    if since > until:
+        raise SyncRequestError(400, "since must not be after until")
+    return Window(since, until)
+
+
+def parse_frame_limit(params: Mapping[str, str], ours: int) -> int:
+    """The smaller of our frame limit and the client's (0 = none)."""
+    raw = params.get("frameLimit")
+    if raw is None:
+        return ours
+    if not raw.isdigit() or (int(raw) and int(raw) < MIN_FRAME_LIMIT):
+        raise SyncRequestError(400, f"frameLimit must be 0 or an integer >= {MIN_FRAME_LIMIT}")
+    theirs = int(raw)
+    limits = [x for x in (ours, theirs) if x]
+    return min(limits) if limits else 0
+
+
+def _millis(params: Mapping[str, str], name: str, default: int) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) >= INFINITY:
+        raise SyncRequestError(400, f"{name} must be a Unix time in milliseconds")
+    return int(raw)
+
+
+async def answer_round(
+    index: FingerprintIndex, message: bytes, window: Window, frame_limit: int
+) -> bytes:
+    tree = await index.ready()
+    storage = tree if window.is_everything else StorageWindow(tree, window.since, window.until)
+    options = NegentropyOptions(frame_size_limit=frame_limit, random_splits=True)
+    try:
+        return Negentropy(storage, options).respond(message)
+    except NegentropyError as exc:
+        raise SyncRequestError(400, f"malformed negentropy message: {exc}") from exc
+
+
+def parse_cids(data: object) -> list[str]:
+    """The ``{"cids": [...]}`` body of POST /sync/operations."""
+    if not isinstance(data, dict) or not isinstance(data.get("cids"), list):
+        raise SyncRequestError(400, 'request body must be {"cids": [...]}')
+    cids = data["cids"]
+    if len(cids) > MAX_FETCH_CIDS:
+        raise SyncRequestError(400, f"at most {MAX_FETCH_CIDS} cids per request")
+    if not all(isinstance(c, str) and is_cid(c) for c in cids):
+        raise SyncRequestError(400, "every cid must be a dag-cbor CIDv1 string")
+    return list(dict.fromkeys(cids))
+
+
+def ordered_operations(
+    found: Mapping[str, OperationRecord], asked: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """(tokens in transfer order, the asked CIDs we do not hold)."""
+    ops = transfer_order(found[c] for c in asked if c in found)
+    return [op.jws_token for op in ops], [c for c in asked if c not in found]
+
+
+__all__ = [
+    "SyncRequestError",
+    "Window",
+    "answer_round",
+    "ordered_operations",
+    "parse_cids",
+    "parse_frame_limit",
+    "parse_window",
+]
