@@ -12,7 +12,7 @@ and their audit lines are ``relay.admin.service``.
     POST   /admin/waiting/drop            {did?, olderThanSeconds?} drop buffered ops
     GET    /admin/peers                   configured peers, backoff, cursors
     POST   /admin/peers/sync              {peer?} sync in now (one peer or all)
-    POST   /admin/peers/reconcile         {peer} set reconciliation (501 until wired)
+    POST   /admin/peers/reconcile         {peer} reconcile with a configured peer now
     GET    /admin/log-level               levels in force
     PUT    /admin/log-level               {level, logger?}
     GET    /admin/ledger                  the replication ledger (peer cursors)
