@@ -133,6 +133,9 @@ class SqlSession:
         if self.done:
             raise StoreError("sequencing session already committed")
         self.done = True
+        if batch.is_empty():  # nothing to write: end without a transaction to commit
+            await self._end(False)
+            return 0
         try:
             dropped = await write_moderation(self._conn, self._q, self._d, batch)
             await self._end(True)

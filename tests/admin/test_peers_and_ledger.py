@@ -1,6 +1,6 @@
-"""Peers as operators see them, sync triggered by hand (one peer or all),
-reconciliation answered 501 until it is wired, and the replication ledger
-(the peer cursors the store holds)."""
+"""Peers as operators see them, sync and set reconciliation triggered by
+hand (one peer or all), and the replication ledger (the peer cursors the
+store holds)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from peer import AsgiMeshTransport, HttpPeerClient, PeerConfig
+from peer import AsgiMeshTransport, PeerConfig
+from peer.sync_http import HttpSyncClient
 from relay import Relay, create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.service import build_peering
@@ -41,7 +42,7 @@ async def peered(
         config = PeeringConfig(backoff_base_s=0.01, backoff_max_s=0.05)
         peering = build_peering(
             [PeerConfig(PEER, gossip=False, read_through=False, sync=True)],
-            HttpPeerClient(http),
+            HttpSyncClient(http),  # reconciliation shares it
             config,
         )
         async with open_world(store, request.param, audit_lines, peering=peering) as w:
@@ -78,14 +79,20 @@ async def test_peers_sync_and_the_ledger(peered: World, peer_b: Relay) -> None:
     assert listed["logCursor"] == log_cursor and listed["feedToken"] == "e0.7"
 
 
-async def test_unknown_peers_and_reconciliation(peered: World) -> None:
+async def test_reconciliation_on_demand_and_unknown_peers(peered: World, peer_b: Relay) -> None:
     w = peered
-    unknown = await w.admin("POST", "/admin/peers/sync", {"peer": "http://nobody.test"})
-    assert unknown.status_code == 404
-    reconcile = await w.admin("POST", "/admin/peers/reconcile", {"peer": PEER})
-    assert reconcile.status_code == 501 and "reconciliation" in reconcile.json()["error"]
+    workload = mixed_workload(30, seed=6, now_ms=w.clock())
+    assert {r.status.value for r in await peer_b.ingest(workload)} == {"new"}
+    response = await w.admin("POST", "/admin/peers/reconcile", {"peer": PEER})
+    assert response.status_code == 200, response.text
+    report = response.json()["result"]
+    assert report["error"] is None and report["sequenced"] >= len(workload)
+    line = w.audits("reconcile")[-1]
+    assert line["outcome"] == "ok" and line["peer"] == PEER
+    for path in ("/admin/peers/sync", "/admin/peers/reconcile"):
+        unknown = await w.admin("POST", path, {"peer": "http://nobody.test"})
+        assert unknown.status_code == 404, path
     assert (await w.admin("POST", "/admin/peers/reconcile", {})).status_code == 400
-    assert {line["outcome"] for line in w.audits("reconcile")} == {"refused"}
 
 
 async def test_a_relay_without_peers(world: World) -> None:

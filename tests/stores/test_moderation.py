@@ -176,3 +176,11 @@ async def test_the_chain_record_helper_is_plain(opened: RelayStore) -> None:
     async with opened.moderating() as session:
         await session.apply_moderation(ModerationBatch(chains_rewound=[record]))
     assert await opened.get_chain("did:dfos:z") == record
+
+
+async def test_an_empty_moderation_batch_is_a_no_op(opened: RelayStore) -> None:
+    await append(opened, op("g"))
+    async with opened.moderating() as session:
+        assert await session.apply_moderation(ModerationBatch()) == 0
+    assert await opened.log_length() == 1
+    assert await append(opened, op("h", at=2)) == 2  # the store still writes
