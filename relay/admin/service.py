@@ -39,10 +39,6 @@ class AdminError(Exception):
         self.status = status
 
 
-class ReconcileUnavailable(Exception):
-    """Set reconciliation is not wired into this relay yet."""
-
-
 class AdminHost(Protocol):
     store: RelayStore
     config: RelayConfig
@@ -181,8 +177,6 @@ class Admin:
     async def reconcile(self, peer: str) -> dict[str, Any]:
         try:
             result = await self.host.trigger_reconcile(peer)
-        except ReconcileUnavailable as exc:
-            raise self._refuse("reconcile", 501, str(exc), peer=peer) from None
         except KeyError:
             raise self._refuse("reconcile", 404, f"{peer} is not a configured peer") from None
         self._ok("reconcile", peer=peer, result=result)
