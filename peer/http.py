@@ -133,24 +133,9 @@ class HttpPeerClient:
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         """(status, parsed JSON or None); the body is read up to the size cap."""
-        try:
-            async with self._client.stream(
-                method,
-                peer_url + path,
-                params=params,
-                json=json_body,
-                headers=headers,
-                timeout=self.limits.timeout(),
-            ) as response:
-                body = await self._read_capped(peer_url, response)
-                status = response.status_code
-        except PeerError:
-            raise
-        except httpx.TimeoutException as exc:
-            kind = type(exc).__name__
-            raise PeerTimeout(peer_url, f"{method} {path} timed out ({kind})") from exc
-        except (httpx.TransportError, OSError) as exc:
-            raise PeerUnreachable(peer_url, f"{method} {path}: {type(exc).__name__} {exc}") from exc
+        status, body = await self._exchange(
+            method, peer_url, path, params, json_body=json_body, headers=headers
+        )
         if not body:
             return status, None
         try:
@@ -159,6 +144,37 @@ class HttpPeerClient:
             if 200 <= status < 300:
                 raise PeerMalformedPage(peer_url, f"{method} {path}: body is not JSON") from exc
             return status, None
+
+    async def _exchange(
+        self,
+        method: str,
+        peer_url: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        """(status, raw body read up to the size cap); failures as ``PeerError``."""
+        try:
+            async with self._client.stream(
+                method,
+                peer_url + path,
+                params=params,
+                json=json_body,
+                content=content,
+                headers=headers,
+                timeout=self.limits.timeout(),
+            ) as response:
+                return response.status_code, await self._read_capped(peer_url, response)
+        except PeerError:
+            raise
+        except httpx.TimeoutException as exc:
+            kind = type(exc).__name__
+            raise PeerTimeout(peer_url, f"{method} {path} timed out ({kind})") from exc
+        except (httpx.TransportError, OSError) as exc:
+            raise PeerUnreachable(peer_url, f"{method} {path}: {type(exc).__name__} {exc}") from exc
 
     async def _read_capped(self, peer_url: str, response: httpx.Response) -> bytes:
         cap = self.limits.max_response_bytes

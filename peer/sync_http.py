@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from peer.base import PeerBadStatus, PeerError, PeerMalformedPage, PeerTimeout, PeerUnreachable
+from peer.base import PeerBadStatus, PeerMalformedPage
 from peer.feed import FeedClientError, FollowOptions, follow
 from peer.http import HttpPeerClient, _error_text
 
@@ -57,8 +57,13 @@ class HttpSyncClient(HttpPeerClient):
             params["until"] = str(until)
         if frame_limit:
             params["frameLimit"] = str(frame_limit)
-        status, body = await self._raw(
-            "POST", peer_url, NEGENTROPY_PATH, params, message, {"content-type": OCTET_STREAM}
+        status, body = await self._exchange(
+            "POST",
+            peer_url,
+            NEGENTROPY_PATH,
+            params,
+            content=message,
+            headers={"content-type": OCTET_STREAM},
         )
         if status in (404, 405):
             raise PeerCannotReconcile(peer_url, status, "no /sync/negentropy")
@@ -125,32 +130,6 @@ class HttpSyncClient(HttpPeerClient):
         tokens = [t for t in found if t is not None]
         missing = [c for c, t in zip(cids, found, strict=True) if t is None]
         return FetchedOperations(tokens, missing)
-
-    async def _raw(
-        self,
-        method: str,
-        peer_url: str,
-        path: str,
-        params: dict[str, str],
-        body: bytes,
-        headers: dict[str, str],
-    ) -> tuple[int, bytes]:
-        try:
-            async with self._client.stream(
-                method,
-                peer_url + path,
-                params=params,
-                content=body,
-                headers=headers,
-                timeout=self.limits.timeout(),
-            ) as response:
-                return response.status_code, await self._read_capped(peer_url, response)
-        except PeerError:
-            raise
-        except httpx.TimeoutException as exc:
-            raise PeerTimeout(peer_url, f"{method} {path} timed out") from exc
-        except (httpx.TransportError, OSError) as exc:
-            raise PeerUnreachable(peer_url, f"{method} {path}: {type(exc).__name__} {exc}") from exc
 
 
 def _strings(value: object) -> bool:

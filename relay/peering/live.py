@@ -13,7 +13,6 @@ repair began.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -32,6 +31,7 @@ from .config import PeeringConfig
 from .host import PeeringHost
 from .repair import ReconcileRepair
 from .sync import SyncIn
+from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -61,11 +61,7 @@ class LiveFollow:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(self._tasks)
         self._tasks = []
 
     async def _run(self, host: PeeringHost, url: str) -> None:

@@ -38,6 +38,7 @@ from relay.rules.outcomes import IngestionResult, RejectReason
 from .backoff import Backoff
 from .config import PeeringConfig
 from .host import PeeringHost
+from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -61,12 +62,7 @@ class ReadThrough:
         self._host = host
 
     async def stop(self) -> None:
-        tasks = list(self._inflight.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all(self._inflight.values(), quiet=True)
         self._inflight.clear()
         self._host = None
 

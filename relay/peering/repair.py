@@ -28,6 +28,7 @@ from relay.reconcile.server import Window
 
 from .backoff import Backoff
 from .config import PeeringConfig
+from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -57,11 +58,7 @@ class ReconcileRepair:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(self._tasks)
         self._tasks = []
         self._host = None
 
