@@ -9,6 +9,8 @@
     kinds     identity-op, content-op, beacon, artifact, countersign
     authors   signer DIDs
     chains    identity DIDs or contentIds (chainId of an op)
+    scope     identity DIDs and contentIds, served with their dependency
+              closure (relay.scope); not combined with kinds/authors/chains
 
 Lists are comma-separated in a query. Anything malformed is a 400.
 """
@@ -22,6 +24,7 @@ from typing import Any, Literal
 from relay.feed.errors import FeedRequestError
 from relay.feed.tokens import Since, parse_since
 from relay.protocol.ids import is_content_id, is_dfos_did
+from relay.scope import Scope, ScopeError, parse_scope
 from stores.base import FeedEntry
 
 KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
@@ -41,11 +44,14 @@ class FeedFilter:
     kinds: frozenset[str] | None = None
     authors: frozenset[str] | None = None
     chains: frozenset[str] | None = None
+    scope: Scope | None = None
 
     @property
     def is_open(self) -> bool:
-        """No kind, author or chain filter: every entry matches."""
-        return self.kinds is None and self.authors is None and self.chains is None
+        """No kind, author, chain or scope filter: every entry matches."""
+        return (
+            self.kinds is None and self.authors is None and self.chains is None
+        ) and self.scope is None
 
     def matches(self, kind: str, author: str, chain_id: str) -> bool:
         return (
@@ -115,7 +121,7 @@ def _bool(name: str, raw: Any) -> bool:
 
 
 def build_filter(fields: Mapping[str, Any], last_event_id: str | None = None) -> FeedFilter:
-    known = {"mode", "since", "live", "until_seq", "limit", "kinds", "authors", "chains"}
+    known = {"mode", "since", "live", "until_seq", "limit", "kinds", "authors", "chains", "scope"}
     unknown = sorted(set(fields) - known)
     if unknown:
         raise FeedRequestError(f"unknown filter fields {unknown}")
@@ -143,7 +149,20 @@ def build_filter(fields: Mapping[str, Any], last_event_id: str | None = None) ->
         kinds=_kinds(fields["kinds"]) if "kinds" in fields else None,
         authors=_dids("authors", fields["authors"]) if "authors" in fields else None,
         chains=_chains(fields["chains"]) if "chains" in fields else None,
+        scope=_scope(fields) if "scope" in fields else None,
     )
+
+
+def _scope(fields: Mapping[str, Any]) -> Scope:
+    if {"kinds", "authors", "chains"} & set(fields):
+        raise FeedRequestError("scope cannot be combined with kinds, authors or chains")
+    raw = fields["scope"]
+    if not isinstance(raw, str | list):
+        raise FeedRequestError("scope must be a list of DIDs and contentIds")
+    try:
+        return parse_scope(raw)
+    except ScopeError as exc:
+        raise FeedRequestError(f"scope: {exc}") from None
 
 
 def filter_from_query(params: Iterable[tuple[str, str]], last_event_id: str | None) -> FeedFilter:

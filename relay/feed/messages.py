@@ -41,18 +41,22 @@ class Event:
     JSON body (encoded once) and each transport's framing (computed once,
     by the first subscriber that sends it; see ``relay.feed.cache``)."""
 
-    __slots__ = ("_framed", "entry", "json", "seq", "token")
+    __slots__ = ("_framed", "closure", "entry", "json", "seq", "token")
 
-    def __init__(self, entry: FeedEntry, epoch: str) -> None:
+    def __init__(self, entry: FeedEntry, epoch: str, position: int | None = None) -> None:
+        """``position``: a scoped subscription sends a closure op behind its
+        own seq, ahead of its dependant; its token resumes just before the
+        dependant (everything in scope up to there has then been sent)."""
         self.entry = entry
         self.seq = entry.seq
-        self.token = ProgressToken(epoch, entry.seq, entry.cid)
+        self.closure = position is not None
+        self.token = ProgressToken(epoch, entry.seq if position is None else position, entry.cid)
         self.json = json.dumps(self.to_json())
         self._framed: dict[str, bytes] = {}
 
     def to_json(self) -> dict[str, Any]:
         e = self.entry
-        return {
+        out: dict[str, Any] = {
             "seq": e.seq,
             "token": self.token.compact(),
             "cid": e.cid,
@@ -60,6 +64,9 @@ class Event:
             "chainId": e.chain_id,
             "jwsToken": e.jws_token,
         }
+        if self.closure:
+            out["closure"] = True  # additive: a dependency sent late, before its dependant
+        return out
 
     def framed(self, transport: str, frame: Callable[[Event], bytes]) -> bytes:
         """This event framed for ``transport``; ``frame`` runs once per event."""

@@ -11,10 +11,11 @@ from relay.feed.cache import EventCache
 from relay.feed.errors import FeedBusy, FeedGone, FeedRequestError
 from relay.feed.filters import FeedFilter
 from relay.feed.hub import FeedHub
-from relay.feed.messages import Eose, Events, FeedMessage, Heartbeat, Snapshot, Status
-from relay.feed.snapshot import snapshot_items
+from relay.feed.messages import Eose, Event, Events, FeedMessage, Heartbeat, Snapshot, Status
+from relay.feed.snapshot import scoped_snapshot_items, snapshot_items
 from relay.feed.tokens import ProgressToken
-from stores.base import FeedStore
+from relay.scope import ScopeTracker, effective_scope
+from stores.base import FeedEntry, FeedStore
 
 PAGE = 500
 TRANSPORTS = ("sse", "websocket")
@@ -87,16 +88,29 @@ class Feed:
             start = since.seq
         elif flt.mode == "tail" and min_seq > 1:
             start = min_seq - 1
-        return Subscription(self, flt, transport, epoch, start, head)
+        tracker = None
+        if flt.scope is not None:
+            # the closure as of where the consumer stands: it holds that much
+            at = head if flt.mode == "bootstrap" else start
+            tracker = ScopeTracker(self.store, await effective_scope(self.store, flt.scope, at))
+        return Subscription(self, flt, transport, epoch, start, head, tracker)
 
 
 class Subscription:
     """A cursor over the store plus the hub's signal: O(1) memory."""
 
     def __init__(
-        self, feed: Feed, flt: FeedFilter, transport: str, epoch: str, start: int, head: int
+        self,
+        feed: Feed,
+        flt: FeedFilter,
+        transport: str,
+        epoch: str,
+        start: int,
+        head: int,
+        tracker: ScopeTracker | None = None,
     ) -> None:
         self.feed = feed
+        self.tracker = tracker  # a scoped subscription: its effective scope, growing
         self.filter = flt
         self.transport = transport
         self.epoch = epoch
@@ -125,7 +139,12 @@ class Subscription:
         if flt.mode == "bootstrap":
             s = self._head
             yield Status("bootstrap", s, self.epoch, stream_id, s)
-            async for item in snapshot_items(store, s, flt):
+            items = (
+                snapshot_items(store, s, flt)
+                if self.tracker is None
+                else scoped_snapshot_items(store, s, self.tracker.effective)
+            )
+            async for item in items:
                 yield Snapshot(item)
             self.cursor = s
             yield Eose(ProgressToken(self.epoch, s))
@@ -156,7 +175,12 @@ class Subscription:
                 batch = await cache.read(self.epoch, self.cursor, upto, PAGE)
                 if not batch:
                     break
-                events = batch if flt.is_open else [e for e in batch if flt.matches_entry(e.entry)]
+                if self.tracker is not None:
+                    events = await self._scoped(batch)
+                elif flt.is_open:
+                    events = batch
+                else:
+                    events = [e for e in batch if flt.matches_entry(e.entry)]
                 end = batch[-1].seq
                 if remaining is not None and len(events) >= remaining:
                     events = events[:remaining]
@@ -177,3 +201,20 @@ class Subscription:
                 return
             if not await hub.wait(version):
                 yield Heartbeat()
+
+    async def _scoped(self, batch: list[Event]) -> list[Event]:
+        """The batch's in-scope events, each after the closure ops it brings in."""
+        assert self.tracker is not None
+        by_seq = {event.seq: event for event in batch}
+        out: list[Event] = []
+        late: list[FeedEntry] = []
+        for admitted in await self.tracker.admit(e.entry for e in batch):
+            if admitted.late:
+                late.append(admitted.entry)
+                continue
+            event = by_seq[admitted.entry.seq]
+            # late closure ops resume just before their dependant
+            out.extend(Event(entry, self.epoch, event.seq - 1) for entry in late)
+            late.clear()
+            out.append(event)
+        return out

@@ -15,6 +15,7 @@ from typing import Any
 from relay.feed.filters import FeedFilter
 from relay.protocol import ContentState, IdentityState
 from relay.rules.forks import tips_of
+from relay.scope import EffectiveScope
 from stores.base import FeedEntry, FeedStore, OperationKind
 
 PAGE = 500
@@ -37,6 +38,21 @@ async def snapshot_items(
                 yield item
         if len(roots) < PAGE:
             return
+
+
+async def scoped_snapshot_items(
+    store: FeedStore, snapshot_seq: int, eff: EffectiveScope
+) -> AsyncIterator[dict[str, Any]]:
+    """The items of an effective scope, closure first: identity chains, then
+    content chains, beacons and artifacts, then countersignatures."""
+    for chain_id, kinds in eff.reads():
+        entries = await store.read_chain_entries(chain_id, kinds, snapshot_seq)
+        for root in entries:
+            if root.parent_cid is not None or not eff.contains(root.kind, root.chain_id):
+                continue
+            item = await _item(store, root, snapshot_seq)
+            if item is not None:
+                yield item
 
 
 async def _item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any] | None:

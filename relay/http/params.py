@@ -6,6 +6,7 @@ from starlette.requests import Request
 
 from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
 from relay.protocol import is_cid
+from relay.scope import Scope, ScopeError, parse_scope
 
 from .errors import ApiError
 
@@ -24,6 +25,19 @@ def page_params(request: Request) -> tuple[str | None, int]:
     if not 1 <= limit <= MAX_LOG_LIMIT:
         raise ApiError(400, f"limit must be between 1 and {MAX_LOG_LIMIT}")
     return after, limit
+
+
+def scope_param(request: Request) -> Scope | None:
+    """The additive ``scope`` query parameter (DIDs and contentIds), or 400."""
+    values = request.query_params.getlist("scope")
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ApiError(400, "scope is given twice; members are comma-separated")
+    try:
+        return parse_scope(values[0])
+    except ScopeError as exc:
+        raise ApiError(400, f"scope: {exc}") from None
 
 
 async def read_body_capped(request: Request, cap: int) -> bytes:

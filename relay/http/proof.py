@@ -17,13 +17,14 @@ from starlette.responses import JSONResponse
 from peer.base import LOCAL_ONLY_HEADER, UNKNOWN_CURSOR_FIELD, UNKNOWN_CURSOR_HEADER
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
+from relay.scope.pages import scoped_log_page
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
 from stores.base import ChainRecord, LogPage, UnknownCursorError
 
 from . import wire
 from .context import relay_of
 from .errors import ApiError
-from .params import page_params, read_body_capped
+from .params import page_params, read_body_capped, scope_param
 
 
 async def well_known(request: Request) -> JSONResponse:
@@ -182,7 +183,11 @@ async def get_log(request: Request) -> JSONResponse:
     if not relay.config.log:
         raise ApiError(501, "the global log is not enabled on this relay")
     after, limit = page_params(request)
+    scope = scope_param(request)
     try:
+        if scope is not None:  # additive: a scope's entries with their closure
+            scoped = await scoped_log_page(relay.store, scope, after, limit)
+            return JSONResponse(wire.scoped_log(scoped))
         page = await relay.store.read_log(after, limit)
     except UnknownCursorError:
         return unknown_cursor_response()

@@ -10,6 +10,7 @@ from relay.ingest.status import OpStatus, PendingOverview
 from relay.protocol import ContentState, IdentityState
 from relay.rules.forks import HEAD_RULE, ChainOp, head_reason
 from relay.rules.outcomes import IngestionResult
+from relay.scope.pages import ScopedPage
 from stores.base import BeaconRecord, ChainRecord, LogPage, OperationRecord
 
 _CHAIN_TYPE = {"identity-op": "identity", "content-op": "content"}
@@ -70,6 +71,19 @@ def global_log(page: LogPage) -> dict[str, Any]:
         ],
         "cursor": page.cursor,
     }
+
+
+def scoped_log(page: ScopedPage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "entries": [
+            {"cid": e.cid, "jwsToken": e.jws_token, "kind": e.kind, "chainId": e.chain_id}
+            for e in page.entries
+        ],
+        "cursor": page.cursor,
+    }
+    if page.missing:  # additive: closure members this relay lacks (it cannot serve them)
+        out["closureMissing"] = page.missing
+    return out
 
 
 def chain_log(page: LogPage) -> dict[str, Any]:

@@ -1,0 +1,132 @@
+"""The effective scope: a scope's intent plus its dependency closure, as of
+one position of the serving relay's log.
+
+What a scope holds (every rule applied transitively, which for DFOS ends
+after one step: identity chains depend on nothing else):
+- an intent DID: its identity chain, beacons and artifacts;
+- an intent contentId: its content chain;
+- a countersignature of any op above (its target is in the scope);
+- for a content op: the identity chains of its signer, of the chain's
+  creator and of the issuer of the DFOSContentWrite credential it carries;
+- for a countersignature: the witness's identity chain;
+- for a beacon or artifact: the signer's identity chain (the intent DID).
+
+A closure DID contributes its identity chain only, not its beacons or
+content. ``missing`` names closure members this relay should hold and does
+not (an identity chain purged since), so a consumer is told, not served a
+silently incomplete set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from relay.protocol import ProtocolError, decode_credential_unsafe, decode_jws
+from stores.base import FeedEntry, OperationKind
+
+from .model import Scope
+
+_INTENT_DID_KINDS: tuple[OperationKind, ...] = ("identity-op", "beacon", "artifact")
+_IDENTITY: tuple[OperationKind, ...] = ("identity-op",)
+_CONTENT: tuple[OperationKind, ...] = ("content-op",)
+_COUNTERSIGN: tuple[OperationKind, ...] = ("countersign",)
+
+
+class ScopeReader(Protocol):
+    async def read_chain_entries(
+        self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]: ...
+
+
+@dataclass(slots=True)
+class EffectiveScope:
+    scope: Scope
+    identities: set[str] = field(default_factory=set)  # identity chains in
+    owners: set[str] = field(default_factory=set)  # intent DIDs: beacons, artifacts too
+    contents: set[str] = field(default_factory=set)  # content chains in
+    targets: set[str] = field(default_factory=set)  # ops whose countersignatures are in
+    missing: dict[str, set[str]] = field(default_factory=dict)  # class -> ids
+
+    @classmethod
+    def of_intent(cls, scope: Scope) -> EffectiveScope:
+        return cls(scope, set(scope.dids), set(scope.dids), set(scope.content_ids))
+
+    def contains(self, kind: str, chain_id: str) -> bool:
+        if kind == "identity-op":
+            return chain_id in self.identities
+        if kind == "content-op":
+            return chain_id in self.contents
+        if kind == "countersign":
+            return chain_id in self.targets
+        return chain_id in self.owners  # beacon, artifact
+
+    def is_intent(self, kind: str, chain_id: str) -> bool:
+        """An op of the intent itself (not a closure identity, not a countersignature)."""
+        if kind == "content-op":
+            return chain_id in self.contents
+        return kind != "countersign" and chain_id in self.owners
+
+    def reads(self) -> Iterator[tuple[str, tuple[OperationKind, ...]]]:
+        """Every (chainId, kinds) whose entries make up the scope's items."""
+        for did in sorted(self.identities):
+            yield did, ("identity-op", "beacon", "artifact") if did in self.owners else _IDENTITY
+        for content_id in sorted(self.contents):
+            yield content_id, _CONTENT
+        for target in sorted(self.targets):
+            yield target, _COUNTERSIGN
+
+    def note_missing(self, kind: str, ident: str) -> None:
+        self.missing.setdefault(kind, set()).add(ident)
+
+    def missing_json(self) -> dict[str, list[str]]:
+        return {kind: sorted(ids) for kind, ids in sorted(self.missing.items()) if ids}
+
+
+def dependencies(entry: FeedEntry) -> set[str]:
+    """The identity DIDs an in-scope ``entry`` needs (its closure step)."""
+    if entry.kind == "content-op":
+        needed = {entry.author_did}
+        creator = (entry.state or {}).get("creator_did")
+        if isinstance(creator, str):
+            needed.add(creator)
+        issuer = _credential_issuer(entry.jws_token)
+        if issuer is not None:
+            needed.add(issuer)
+        return needed
+    if entry.kind in ("countersign", "beacon", "artifact"):
+        return {entry.author_did}
+    return set()
+
+
+def _credential_issuer(token: str) -> str | None:
+    try:
+        authorization = decode_jws(token).payload.get("authorization")
+        if isinstance(authorization, str):
+            return decode_credential_unsafe(authorization).iss
+    except ProtocolError:
+        pass  # the op verified on ingest; an unreadable credential adds nothing
+    return None
+
+
+async def effective_scope(reader: ScopeReader, scope: Scope, until_seq: int) -> EffectiveScope:
+    """The effective scope of ``scope`` over the log up to ``until_seq``."""
+    eff = EffectiveScope.of_intent(scope)
+    entries: list[FeedEntry] = []
+    for did in scope.dids:
+        entries.extend(await reader.read_chain_entries(did, _INTENT_DID_KINDS, until_seq))
+    for content_id in scope.content_ids:
+        entries.extend(await reader.read_chain_entries(content_id, _CONTENT, until_seq))
+    needed: set[str] = set()
+    for entry in entries:
+        eff.targets.add(entry.cid)
+        needed |= dependencies(entry)
+    for entry in entries:
+        for countersign in await reader.read_chain_entries(entry.cid, _COUNTERSIGN, until_seq):
+            needed |= dependencies(countersign)
+    for did in sorted(needed - eff.identities):
+        eff.identities.add(did)
+        if not await reader.read_chain_entries(did, _IDENTITY, until_seq):
+            eff.note_missing("identity", did)
+    return eff

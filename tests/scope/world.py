@@ -1,0 +1,63 @@
+"""A small world for scope tests: a content chain whose closure reaches
+three other identities, beside ops the scope must leave out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
+from tests.support.relay_api import PAST_MS
+
+
+@dataclass
+class World:
+    builder: WorkloadBuilder
+    creator: Actor  # creates the content chain
+    delegate: Actor  # writes to it with the creator's credential
+    witness: Actor  # countersigns its genesis
+    outsider: Actor  # unrelated
+    chain: ContentHandle
+    delegate_op: str = ""
+    countersign: str = ""
+    creator_extras: list[str] = field(default_factory=list)  # beacon, artifact of the creator
+    outsider_ops: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.builder.tokens
+
+
+def build_world(seed: int = 7) -> World:
+    """In log order: identities (delegate and witness first, long before
+    anything needs them), the outsider's ops, the chain, then the
+    delegate's write and the countersignature that pull them into scope."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    delegate = b.identity()
+    witness = b.identity()
+    outsider = b.identity()
+    b.beacon(outsider)
+    other = b.content_create(outsider)
+    b.content_update(other)
+    creator = b.identity()
+    chain = b.content_create(creator)
+    beacon = b.beacon(creator)
+    artifact = b.artifact(creator)
+    b.content_update(chain)
+    credential = b.write_credential(creator, delegate, chain.content_id)
+    delegate_op = b.content_update(chain, delegate, authorization=credential)
+    countersign = b.countersign(witness, chain.genesis_cid)
+    b.content_update(other)
+    world = World(b, creator, delegate, witness, outsider, chain, delegate_op, countersign)
+    world.creator_extras = [beacon, artifact]
+    return world
+
+
+def expected_closure(world: World) -> set[tuple[str, str]]:
+    """(kind, chainId) of every op the content chain's scope holds."""
+    return {
+        ("identity-op", world.creator.did),
+        ("identity-op", world.delegate.did),
+        ("identity-op", world.witness.did),
+        ("content-op", world.chain.content_id),
+        ("countersign", world.chain.genesis_cid),
+    }
