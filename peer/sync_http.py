@@ -49,8 +49,12 @@ class HttpSyncClient(HttpPeerClient):
         since: int | None = None,
         until: int | None = None,
         frame_limit: int = 0,
+        scope: str | None = None,
     ) -> bytes:
+        """One round; ``scope`` is a ``scope=`` query value (comma-separated members)."""
         params: dict[str, str] = {}
+        if scope is not None:
+            params["scope"] = scope
         if since is not None:
             params["since"] = str(since)
         if until is not None:

@@ -27,9 +27,11 @@ from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
+from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
+from relay.scope import Scope
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ class Relay:
         self.ingestor.add_listener(self._wake_feed)
         self.sync_index = FingerprintIndex(store)
         self.ingestor.add_listener(self.sync_index.on_sequenced)
+        self.scoped_items = ScopedItems(store)  # scoped reconciliation's item sets
         self._sync_client: HttpSyncClient | None = None
         self.started = False
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
@@ -207,13 +210,15 @@ class Relay:
         direction: Direction = "both",
         window: Window | None = None,
         bounds: ReconcileBounds | None = None,
+        scope: Scope | None = None,
     ) -> ReconcileReport:
         """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
-        lack and push what it lacks); failures are in ``report.error``."""
+        lack and push what it lacks), over ``scope`` only if given; failures
+        are in ``report.error``."""
         client = self._reconcile_client()
         report = await reconcile(
             self, self.sync_index, client, peer_url.rstrip("/"),
-            direction=direction, window=window, bounds=bounds,
+            direction=direction, window=window, bounds=bounds, scope=scope,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

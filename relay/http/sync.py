@@ -2,7 +2,9 @@
 
 - ``POST /sync/negentropy``: one Negentropy V1 round, body and reply
   ``application/octet-stream``; ``?since=&until=`` (ms) limits both sides
-  to a createdAt window, ``?frameLimit=`` is the client's frame limit.
+  to a createdAt window, ``?frameLimit=`` is the client's frame limit,
+  ``?scope=`` (DIDs and contentIds) limits both sides to that scope's
+  effective item set: intent plus dependency closure.
 - ``POST /sync/operations``: ``{"cids": [...]}`` (at most 1000) answers
   ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order.
 """
@@ -25,7 +27,7 @@ from relay.reconcile.server import (
 
 from .context import relay_of
 from .errors import ApiError
-from .params import read_body_capped
+from .params import read_body_capped, scope_param
 
 OCTET_STREAM = "application/octet-stream"
 MAX_FETCH_BODY_BYTES = 128 * 1024  # 1000 CIDs of 59 characters, quoted, with room
@@ -37,8 +39,10 @@ async def post_negentropy(request: Request) -> Response:
     try:
         window = parse_window(request.query_params)
         frame_limit = parse_frame_limit(request.query_params, config.sync_frame_limit)
+        scope = scope_param(request)
         body = await read_body_capped(request, config.sync_max_message_bytes)
-        reply = await answer_round(relay.sync_index, body, window, frame_limit)
+        scoped = None if scope is None else await relay.scoped_items.storage(scope)
+        reply = await answer_round(relay.sync_index, body, window, frame_limit, scoped)
     except SyncRequestError as exc:
         raise ApiError(exc.status, str(exc)) from exc
     relay.metrics.reconcile.round_served(len(body), len(reply))

@@ -36,9 +36,11 @@ from relay.protocol.negentropy import (
 )
 from relay.rules.outcomes import IngestionResult, Status
 from relay.rules.transfer_order import transfer_order
+from relay.scope import Scope
 from stores.base import OperationRecord
 
 from .index import FingerprintIndex
+from .scoped import ScopedItems, ScopedItemsStore
 from .server import Window
 
 Direction = Literal["pull", "push", "both"]
@@ -73,6 +75,7 @@ class ReconcileReport:
     pushed: int = 0
     seconds: float = 0.0
     error: str | None = None
+    scope_id: str | None = None  # a scoped run: over that scope's items only
 
     @property
     def ok(self) -> bool:
@@ -95,10 +98,11 @@ class ReconcileReport:
             "pushed": self.pushed,
             "seconds": round(self.seconds, 3),
             "error": self.error,
+            "scopeId": self.scope_id,
         }
 
 
-class ReconcileStore(Protocol):
+class ReconcileStore(ScopedItemsStore, Protocol):
     async def read_operations(self, cids: Sequence[str]) -> dict[str, OperationRecord]: ...
 
 
@@ -120,14 +124,18 @@ async def reconcile(
     direction: Direction = "both",
     window: Window | None = None,
     bounds: ReconcileBounds | None = None,
+    scope: Scope | None = None,
 ) -> ReconcileReport:
-    """One run against ``peer_url``; failures are in ``report.error``."""
+    """One run against ``peer_url``; failures are in ``report.error``.
+    With ``scope``, both sides reconcile that scope's effective items only."""
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
+    items = _Items(index, None if scope is None else (ScopedItems(host.store), scope))
+    report.scope_id = None if scope is None else scope.scope_id
     try:
         async with asyncio.timeout(bounds.deadline_s):
-            have, need = await _rounds(index, client, report, bounds)
+            have, need = await _rounds(items, client, report, bounds)
             report.have, report.need = len(have), len(need)
             if direction in ("pull", "both") and need:
                 await _pull(host, client, report, need)
@@ -144,15 +152,33 @@ async def reconcile(
     return report
 
 
+class _Items:
+    """Our side's items: the index, or a scope's effective item set."""
+
+    def __init__(self, index: FingerprintIndex, scoped: tuple[ScopedItems, Scope] | None) -> None:
+        self._index = index
+        self._scoped = scoped
+
+    @property
+    def scope_query(self) -> str | None:
+        return None if self._scoped is None else self._scoped[1].query_value()
+
+    async def storage(self, window: Window) -> Storage:
+        if self._scoped is None:
+            return _storage(await self._index.ready(), window)
+        items, scope = self._scoped
+        return _storage(await items.storage(scope), window)
+
+
 async def _rounds(
-    index: FingerprintIndex,
+    items: _Items,
     client: HttpSyncClient,
     report: ReconcileReport,
     bounds: ReconcileBounds,
 ) -> tuple[list[bytes], list[bytes]]:
     window = report.window
     options = NegentropyOptions(frame_size_limit=bounds.frame_limit, random_splits=True)
-    negentropy = Negentropy(_storage(await index.ready(), window), options)
+    negentropy = Negentropy(await items.storage(window), options)
     have: dict[bytes, None] = {}
     need: dict[bytes, None] = {}
     message: bytes | None = negentropy.initiate()
@@ -167,12 +193,13 @@ async def _rounds(
             since=window.since if window.since else None,
             until=None if window.until == INFINITY else window.until,
             frame_limit=bounds.frame_limit,
+            scope=items.scope_query,
         )
         report.bytes_received += len(reply)
         if max(report.bytes_sent, report.bytes_received) > bounds.max_bytes:
             raise ReconcileAborted(f"more than {bounds.max_bytes} bytes in one run")
         # Commits between rounds move indexes: every step reads a fresh view.
-        negentropy.storage = _storage(await index.ready(), window)
+        negentropy.storage = await items.storage(window)
         try:
             step = negentropy.step(reply)
         except UnsupportedVersion as exc:

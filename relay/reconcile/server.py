@@ -17,6 +17,7 @@ from relay.protocol.negentropy import (
     Negentropy,
     NegentropyError,
     NegentropyOptions,
+    Storage,
     StorageWindow,
 )
 from relay.rules.transfer_order import transfer_order
@@ -75,9 +76,14 @@ def _millis(params: Mapping[str, str], name: str, default: int) -> int:
 
 
 async def answer_round(
-    index: FingerprintIndex, message: bytes, window: Window, frame_limit: int
+    index: FingerprintIndex,
+    message: bytes,
+    window: Window,
+    frame_limit: int,
+    scoped: Storage | None = None,
 ) -> bytes:
-    tree = await index.ready()
+    """One round over the whole index, or over ``scoped`` (a scope's items)."""
+    tree = scoped if scoped is not None else await index.ready()
     storage = tree if window.is_everything else StorageWindow(tree, window.since, window.until)
     options = NegentropyOptions(frame_size_limit=frame_limit, random_splits=True)
     try:
