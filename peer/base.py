@@ -153,6 +153,9 @@ class PeerLogPage:
     # The peer said our ``after`` means nothing to it (its store was rebuilt,
     # or it never issued that cursor): an empty page that is not "caught up".
     cursor_unknown: bool = False
+    # A scoped page (additive): the last entry the peer scanned, where a
+    # poller resumes when ``cursor`` is null.
+    scanned_to: str | None = None
 
 
 def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
@@ -162,8 +165,10 @@ def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
     raw_entries, cursor = data.get("entries"), data.get("cursor")
     if not isinstance(raw_entries, list):
         raise PeerMalformedPage(peer_url, "log page 'entries' is not an array")
-    if len(raw_entries) > limit:
-        raise PeerMalformedPage(peer_url, f"{len(raw_entries)} entries > limit {limit}")
+    # closure ops of a scoped page (flagged) come on top of the limit
+    in_order = sum(1 for e in raw_entries if not (isinstance(e, dict) and e.get("closure") is True))
+    if in_order > limit:
+        raise PeerMalformedPage(peer_url, f"{in_order} entries > limit {limit}")
     if cursor is not None and (not isinstance(cursor, str) or not cursor):
         raise PeerMalformedPage(peer_url, "log page 'cursor' is neither a string nor null")
     entries = []
@@ -175,7 +180,9 @@ def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
             raise PeerMalformedPage(peer_url, "log entry lacks string 'cid'/'jwsToken'")
         entries.append(PeerLogEntry(cid, token))
     unknown = data.get(UNKNOWN_CURSOR_FIELD) is True
-    return PeerLogPage(tuple(entries), cursor, cursor_unknown=unknown)
+    scanned = data.get("scannedTo")
+    scanned_to = scanned if isinstance(scanned, str) and scanned else None
+    return PeerLogPage(tuple(entries), cursor, cursor_unknown=unknown, scanned_to=scanned_to)
 
 
 class PeerClient(Protocol):
@@ -194,9 +201,14 @@ class PeerClient(Protocol):
         ...
 
     async def get_operation_log(
-        self, peer_url: str, after: str | None = None, limit: int | None = None
+        self,
+        peer_url: str,
+        after: str | None = None,
+        limit: int | None = None,
+        scope: str | None = None,
     ) -> PeerLogPage:
-        """One page of the peer's global log."""
+        """One page of the peer's global log (of a scope's, when ``scope`` is a
+        ``scope=`` query value)."""
         ...
 
     async def submit_operations(self, peer_url: str, operations: Sequence[str]) -> None:

@@ -62,6 +62,7 @@ class FollowOptions:
     kinds: Sequence[str] = ()
     authors: Sequence[str] = ()
     chains: Sequence[str] = ()
+    scope: Sequence[str] = ()  # DIDs and contentIds, served with their closure
     limit: int | None = None
     until_seq: int | None = None
     max_retries: int | None = None  # None: reconnect forever
@@ -73,7 +74,7 @@ class FollowOptions:
     def params(self, since: str | None) -> dict[str, str]:
         out: dict[str, str] = {"mode": self.mode, "live": "true" if self.live else "false"}
         for name, values in (("kinds", self.kinds), ("authors", self.authors),
-                             ("chains", self.chains)):  # fmt: skip
+                             ("chains", self.chains), ("scope", self.scope)):  # fmt: skip
             if values:
                 out[name] = ",".join(values)
         if self.limit is not None:

@@ -88,10 +88,17 @@ class HttpPeerClient:
         return await self._chain_log(peer_url, f"/content/{content_id}/log", after, limit)
 
     async def get_operation_log(
-        self, peer_url: str, after: str | None = None, limit: int | None = None
+        self,
+        peer_url: str,
+        after: str | None = None,
+        limit: int | None = None,
+        scope: str | None = None,
     ) -> PeerLogPage:
         limit = _clamp(limit)
-        status, data = await self._request("GET", peer_url, "/log", _params(after, limit))
+        params = _params(after, limit)
+        if scope is not None:
+            params["scope"] = scope
+        status, data = await self._request("GET", peer_url, "/log", params)
         if status != 200:
             raise PeerBadStatus(peer_url, status, _error_text(data))
         return parse_log_page(peer_url, data, limit)

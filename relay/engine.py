@@ -210,6 +210,7 @@ class Relay:
         direction: Direction = "both",
         window: Window | None = None,
         bounds: ReconcileBounds | None = None,
+        *,
         scope: Scope | None = None,
     ) -> ReconcileReport:
         """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
@@ -259,4 +260,6 @@ class Relay:
         url = peer_url.rstrip("/")
         if self.peering is None or url not in {p.url for p in self.peer_states()}:
             raise KeyError(peer_url)
-        return (await self.reconcile(url)).as_dict()
+        config = getattr(self.peering, "config", None)
+        scope = getattr(config, "scope", None)  # a scoped mirror reconciles its scope
+        return (await self.reconcile(url, scope=scope)).as_dict()

@@ -56,6 +56,7 @@ from relay.peering.config import (
     PeeringConfig,
 )
 from relay.protocol import is_dfos_did
+from relay.scope import Scope, load_scope_file, parse_scope
 
 ENV_PREFIX = "DFOS_RELAY_"
 DEFAULT_HOST = "127.0.0.1"
@@ -120,6 +121,12 @@ class ServeSettings:
     deny_dids: tuple[str, ...] = ()
     allow_kinds: tuple[str, ...] = ()
     deny_kinds: tuple[str, ...] = ()
+    scope: Scope | None = None  # mirror only this scope (with its closure) from pull peers
+    scope_file: Scope | None = None  # the same, read from a file
+
+    @property
+    def mirrored_scope(self) -> Scope | None:
+        return self.scope or self.scope_file
 
     def write_gate_policy(self) -> WritePolicy | None:
         lists = (self.allow_dids, self.deny_dids, self.allow_kinds, self.deny_kinds)
@@ -159,6 +166,7 @@ class ServeSettings:
             reconcile_interval_s=self.reconcile_interval_s,
             reconcile_window_s=self.reconcile_window_s,
             reconcile_full_every=self.reconcile_full_every,
+            scope=self.mirrored_scope,
         )
 
 
@@ -266,6 +274,14 @@ def parse_peer(spec: str) -> PeerConfig:
             )
         flags = {field: name in names for name, field in PEER_BEHAVIOURS.items()}
     return PeerConfig(url, **flags)
+
+
+def _scope(text: str) -> Scope:
+    return parse_scope(text)  # ScopeError is a ValueError with a one-line reason
+
+
+def _scope_file(text: str) -> Scope:
+    return load_scope_file(text.strip())
 
 
 def _peers(text: str) -> tuple[PeerConfig, ...]:
@@ -403,6 +419,25 @@ OPTIONS: tuple[Option, ...] = (
         _peers,
         "peer URL, repeatable; URL#gossip+read-through+sync+live+reconcile enables only those",
         "URL[#behaviours]",
+    ),
+    Option(
+        "scope",
+        "--scope",
+        "SCOPE",
+        "list",
+        _scope,
+        "mirror only these DIDs and contentIds (comma-separated, repeatable) from the "
+        "live/sync/reconcile peers, with their dependency closure",
+        "MEMBERS",
+    ),
+    Option(
+        "scope_file",
+        "--scope-file",
+        "SCOPE_FILE",
+        "value",
+        _scope_file,
+        "the same scope read from a file (JSON or one member per line)",
+        "FILE",
     ),
     Option(
         "sync_interval_s",
@@ -673,6 +708,17 @@ def parse_settings(
     if settings.workers > 1 and settings.store.startswith("memory:"):
         source = (sources or {}).get(ENV_PREFIX + "WORKERS", ENV_PREFIX + "WORKERS")
         raise SettingsError(source, "several workers need a shared store, not memory://")
+    if settings.scope is not None and settings.scope_file is not None:
+        source = (sources or {}).get(ENV_PREFIX + "SCOPE_FILE", ENV_PREFIX + "SCOPE_FILE")
+        raise SettingsError(source, "give the scope with --scope or --scope-file, not both")
+    if settings.mirrored_scope is not None and not any(
+        p.live or p.sync or p.reconcile for p in settings.peers
+    ):
+        name = "SCOPE" if settings.scope is not None else "SCOPE_FILE"
+        source = (sources or {}).get(ENV_PREFIX + name, ENV_PREFIX + name)
+        raise SettingsError(
+            source, "a scope needs a peer to mirror it from (#live, #sync or #reconcile)"
+        )
     if settings.metrics_port is not None and settings.metrics_port == settings.port:
         source = (sources or {}).get(ENV_PREFIX + "METRICS_PORT", ENV_PREFIX + "METRICS_PORT")
         raise SettingsError(source, "the metrics port must differ from --port")

@@ -6,7 +6,7 @@
     dfos-relay dump-log URL -o FILE.jsonl   page a relay's GET /log into JSON Lines
     dfos-relay import FILE.jsonl [--store URL]
                                             ingest an export through the pipeline
-    dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--store URL]
+    dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--scope M,..] [--store URL]
                                             reconcile a store with a peer relay once
     dfos-relay converge ...                 the Spark convergence job
     dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--window", metavar="DURATION", help="only ops created in the last DURATION (e.g. 24h)"
     )
     rec.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    rec.add_argument(
+        "--scope",
+        metavar="MEMBERS",
+        help="only this scope: DIDs and contentIds, comma-separated, with their closure",
+    )
     rec.add_argument(
         "--store",
         default=None,
@@ -218,15 +223,21 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.reconcile import ReconcileCommandError, reconcile_command
+    from relay.scope import ScopeError, parse_scope
     from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError, parse_duration
 
     try:
         window = parse_duration(args.window) if args.window is not None else None
     except ValueError as exc:
         return _fail("reconcile", f"--window: {exc}", EXIT_USAGE)
+    try:
+        scope = parse_scope(args.scope) if args.scope is not None else None
+    except ScopeError as exc:
+        return _fail("reconcile", f"--scope: {exc}", EXIT_USAGE)
     store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
     try:
-        coro = reconcile_command(args.url, store, args.direction or "both", window, args.json)
+        direction = args.direction or "both"
+        coro = reconcile_command(args.url, store, direction, window, args.json, scope)
         return asyncio.run(coro)
     except SettingsError as exc:
         return _fail("reconcile", exc, EXIT_USAGE)

@@ -13,6 +13,7 @@ import json
 
 from relay.reconcile.initiator import Direction, ReconcileReport
 from relay.reconcile.server import Window
+from relay.scope import Scope
 
 
 class ReconcileCommandError(Exception):
@@ -20,7 +21,12 @@ class ReconcileCommandError(Exception):
 
 
 async def reconcile_command(
-    url: str, store_url: str, direction: Direction, window_s: float | None, as_json: bool
+    url: str,
+    store_url: str,
+    direction: Direction,
+    window_s: float | None,
+    as_json: bool,
+    scope: Scope | None = None,
 ) -> int:
     from peer.base import normalize_peer_url
     from relay.asgi import store_from_url
@@ -39,7 +45,7 @@ async def reconcile_command(
         window = Window(since=max(0, now_ms - int(window_s * 1000)))
     try:
         async with relay.running():
-            report = await relay.reconcile(peer, direction, window)
+            report = await relay.reconcile(peer, direction, window, scope=scope)
     except StoreError as exc:
         raise ReconcileCommandError(f"store {store_url}: {exc}") from None
     if as_json:
@@ -53,6 +59,8 @@ async def reconcile_command(
 
 def summary(report: ReconcileReport) -> str:
     scope = "everything" if report.window.is_everything else f"createdAt >= {report.window.since}"
+    if report.scope_id is not None:
+        scope = f"{report.scope_id} ({scope})"
     return (
         f"reconciled {scope} with {report.peer} in {report.rounds} round(s), "
         f"{report.bytes_sent} bytes sent and {report.bytes_received} received, "

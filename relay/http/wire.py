@@ -74,13 +74,18 @@ def global_log(page: LogPage) -> dict[str, Any]:
 
 
 def scoped_log(page: ScopedPage) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "entries": [
-            {"cid": e.cid, "jwsToken": e.jws_token, "kind": e.kind, "chainId": e.chain_id}
-            for e in page.entries
-        ],
-        "cursor": page.cursor,
-    }
+    entries = []
+    for admitted in page.entries:
+        e = admitted.entry
+        item: dict[str, Any] = {
+            "cid": e.cid, "jwsToken": e.jws_token, "kind": e.kind, "chainId": e.chain_id,
+        }  # fmt: skip
+        if admitted.late:
+            item["closure"] = True  # sent ahead of its dependant, behind its own position
+        entries.append(item)
+    out: dict[str, Any] = {"entries": entries, "cursor": page.cursor}
+    if page.scanned_to is not None:
+        out["scannedTo"] = page.scanned_to
     if page.missing:  # additive: closure members this relay lacks (it cannot serve them)
         out["closureMissing"] = page.missing
     return out

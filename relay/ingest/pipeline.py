@@ -211,8 +211,9 @@ def _result(sub: Submitted, outcome: Outcome) -> IngestionResult:
     if isinstance(outcome, Duplicate):
         return IngestionResult(sub.cid, Status.DUPLICATE, outcome.kind, outcome.chain_id)
     return IngestionResult(
-        sub.cid, Status.REJECTED, sub.kind, error=outcome.message, reason=outcome.reason
-    )
+        sub.cid, Status.REJECTED, sub.kind, error=outcome.message, reason=outcome.reason,
+        waits_for=outcome.waits_for,
+    )  # fmt: skip
 
 
 class _Sequencing:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from relay.scope import Scope
+
 GOSSIP_BATCH = 100  # openapi.yaml: POST /operations takes at most 100 ops
 GOSSIP_QUEUE_MAX = 10_000  # per peer; past this, new ops are dropped (sync repairs)
 GOSSIP_MAX_ATTEMPTS = 8  # per batch, then dropped (sync repairs)
@@ -38,6 +40,7 @@ class PeeringConfig:
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
     reconcile_window_s: float = RECONCILE_WINDOW_S
     reconcile_full_every: int = RECONCILE_FULL_EVERY
+    scope: Scope | None = None  # pull only this scope (and its closure) from peers
 
     def __post_init__(self) -> None:
         if not 1 <= self.gossip_batch <= GOSSIP_BATCH:

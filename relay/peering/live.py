@@ -64,8 +64,13 @@ class LiveFollow:
         await cancel_all(self._tasks)
         self._tasks = []
 
-    async def _run(self, host: PeeringHost, url: str) -> None:
+    def cursor_key(self, url: str) -> str:
+        scope = self._config.scope
         key = url + FEED_CURSOR_SUFFIX
+        return key if scope is None else f"{key}#{scope.scope_id}"
+
+    async def _run(self, host: PeeringHost, url: str) -> None:
+        key = self.cursor_key(url)
         delay = self._config.backoff_base_s
         while True:
             try:
@@ -91,6 +96,7 @@ class LiveFollow:
             max_retries=0,  # reconnects are ours: re-read the saved token each time
             backoff_base_s=self._config.backoff_base_s,
             backoff_max_s=self._config.backoff_max_s,
+            scope=() if self._config.scope is None else self._config.scope.members,
         )
         batch: list[FeedEvent] = []
         caught_up = False

@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 from relay.reconcile.initiator import Direction, ReconcileAborted, ReconcileReport
 from relay.reconcile.server import Window
+from relay.scope import Scope
 
 from .backoff import Backoff
 from .config import PeeringConfig
@@ -36,7 +37,12 @@ log = logging.getLogger("dfos_relay.peering")
 @runtime_checkable
 class ReconcilingHost(Protocol):
     async def reconcile(
-        self, peer_url: str, direction: Direction = "both", window: Window | None = None
+        self,
+        peer_url: str,
+        direction: Direction = "both",
+        window: Window | None = None,
+        *,
+        scope: Scope | None = None,
     ) -> ReconcileReport: ...
 
 
@@ -82,7 +88,7 @@ class ReconcileRepair:
         if host is None:
             return None
         async with self._locks.setdefault(url, asyncio.Lock()):
-            report = await host.reconcile(url, direction, window)
+            report = await host.reconcile(url, direction, window, scope=self._config.scope)
         self.last[url] = report
         if report.ok:
             self._backoff.success(url)

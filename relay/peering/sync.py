@@ -25,6 +25,12 @@ the beginning, which is safe because ingest is idempotent. We never
 invent a cursor. Each cycle
 stops after ``sync_budget_ops`` entries per peer, so one huge peer cannot
 starve the others; the rest comes in later cycles.
+
+With a scope configured (``PeeringConfig.scope``) the peer's scoped log is
+read instead (``GET /log?scope=``: the scope and its closure), under its own
+cursor key ``<url>#<scopeId>``; a scoped page's null cursor is followed by
+the last entry the peer scanned (``scannedTo``), not the last one served,
+since a closure op may be served behind its own position.
 """
 
 from __future__ import annotations
@@ -64,6 +70,10 @@ class SyncIn:
     def start(self, host: PeeringHost) -> None:
         self._host = host
 
+    def cursor_key(self, url: str) -> str:
+        scope = self._config.scope
+        return url if scope is None else f"{url}#{scope.scope_id}"
+
     def stop(self) -> None:
         self._host = None
 
@@ -84,18 +94,20 @@ class SyncIn:
         total = 0
         first = True
         while True:
-            before = await self._host.store.get_peer_cursor(url)
+            key = self.cursor_key(url)
+            before = await self._host.store.get_peer_cursor(key)
             async with self._lock:
                 total += await self._sync_peer(url, start_over=from_start and first)
             first = False
-            if self._host is None or await self._host.store.get_peer_cursor(url) == before:
+            if self._host is None or await self._host.store.get_peer_cursor(key) == before:
                 return total
 
     async def _sync_peer(self, url: str, start_over: bool = False) -> int:
         host = self._host
         assert host is not None
         budget = self._config.sync_budget_ops
-        cursor = None if start_over else await host.store.get_peer_cursor(url)
+        key = self.cursor_key(url)
+        cursor = None if start_over else await host.store.get_peer_cursor(key)
         new = 0
         reset_allowed = True
         fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
@@ -110,7 +122,7 @@ class SyncIn:
                     reset_allowed = False
                     cursor = await self._repair_cursor(url)
                     if cursor is not None:
-                        await host.store.set_peer_cursor(url, cursor)
+                        await host.store.set_peer_cursor(key, cursor)
                     fetch = self._fetch(url, cursor, budget)
                     continue
                 if not page.entries:
@@ -123,7 +135,7 @@ class SyncIn:
                 new += sum(1 for r in results if r.status is Status.NEW)
                 issued = _next_cursor(page, results)
                 if issued is not None and issued != cursor:
-                    await host.store.set_peer_cursor(url, issued)
+                    await host.store.set_peer_cursor(key, issued)
                     cursor = issued
                 invalid = sum(1 for r in results if r.reason is not None and r.reason.is_permanent)
                 if invalid:  # a peer's log holds only ops it verified: this one lies
@@ -159,7 +171,12 @@ class SyncIn:
 
     def _fetch(self, url: str, after: str | None, budget: int) -> asyncio.Task[PeerLogPage]:
         limit = min(self._config.sync_page_limit, budget)
-        return asyncio.create_task(self._client.get_operation_log(url, after, limit))
+        scope = self._config.scope
+        if scope is None:
+            return asyncio.create_task(self._client.get_operation_log(url, after, limit))
+        return asyncio.create_task(
+            self._client.get_operation_log(url, after, limit, scope=scope.query_value())
+        )
 
 
 def _record(host: PeeringHost, url: str, lag: int | None, ok: bool) -> None:
@@ -172,6 +189,8 @@ def _record(host: PeeringHost, url: str, lag: int | None, ok: bool) -> None:
 def _next_cursor(page: PeerLogPage, results: Sequence[IngestionResult]) -> str | None:
     if page.cursor is not None:
         return page.cursor
+    if page.scanned_to is not None:  # a scoped page: the peer's own scan position
+        return page.scanned_to
     last = page.entries[-1]
     # The caught-up page carries no cursor; the last entry's CID is the peer's
     # own log position, but only trust it if the token really is that op.

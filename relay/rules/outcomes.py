@@ -94,6 +94,7 @@ class IngestionResult:
     chain_id: str | None = None
     error: str | None = None
     reason: RejectReason | None = None
+    waits_for: str | None = None  # a dependency rejection: the key it waits for (not on the wire)
 
 
 @dataclass(frozen=True, slots=True)

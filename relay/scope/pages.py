@@ -3,9 +3,12 @@ scope's entries in log order, each closure op before its dependants.
 
 The cursor keeps ``/log``'s meaning: the CID of the last entry *scanned*,
 so a page may hold fewer than ``limit`` entries (even none) with a cursor
-to go on from; it is null once the scan reached the head. One request
-scans at most ``scan_budget`` entries, so a narrow scope over a long log
-costs each request a bounded amount.
+to go on from; it is null once the scan reached the head, and
+``scanned_to`` then names the last entry scanned (where a poller resumes).
+``limit`` counts the entries served in log order; closure ops sent ahead of
+a dependant (``late``) come on top of it, so every page makes progress. One
+request scans at most ``scan_budget`` entries, so a narrow scope over a long
+log costs each request a bounded amount.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from stores.base import FeedEntry, OperationRecord, UnknownCursorError
 
 from .closure import ScopeReader, effective_scope
 from .model import Scope
-from .tracker import ScopeTracker
+from .tracker import Admitted, ScopeTracker
 
 SCAN_BUDGET = 10_000
 READ_PAGE = 500
@@ -34,8 +37,9 @@ class ScopedLogStore(ScopeReader, Protocol):
 
 @dataclass(slots=True)
 class ScopedPage:
-    entries: list[FeedEntry]
+    entries: list[Admitted]
     cursor: str | None
+    scanned_to: str | None = None  # the last entry scanned (also when the cursor is null)
     missing: dict[str, list[str]] = field(default_factory=dict)  # closure members absent here
 
 
@@ -55,17 +59,20 @@ async def scoped_log_page(
         start = found.seq
     head = await store.log_length()
     tracker = ScopeTracker(store, await effective_scope(store, scope, start))
-    entries: list[FeedEntry] = []
+    entries: list[Admitted] = []
+    served = 0  # in log order: what ``limit`` counts
     cursor: str | None = after
     position = start
-    while position < head and len(entries) < limit and position - start < scan_budget:
+    while position < head and served < limit and position - start < scan_budget:
         batch = await store.read_seq_range(position, head, min(READ_PAGE, scan_budget))
         if not batch:
             break
         for entry in batch:
-            entries.extend(a.entry for a in await tracker.admit([entry]))
+            admitted = await tracker.admit([entry])
+            entries.extend(admitted)
+            served += sum(1 for a in admitted if not a.late)
             position, cursor = entry.seq, entry.cid
-            if len(entries) >= limit or position - start >= scan_budget:
+            if served >= limit or position - start >= scan_budget:
                 break
     missing = tracker.effective.missing_json()
-    return ScopedPage(entries, None if position >= head else cursor, missing)
+    return ScopedPage(entries, None if position >= head else cursor, cursor, missing)

@@ -46,6 +46,8 @@ BAD_VALUES = {
     "--deny-did": "someone",
     "--allow-kind": "widget",
     "--deny-kind": "blob",
+    "--scope": "did:dfos:nope",
+    "--scope-file": "/no/such/scope-file.txt",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
