@@ -36,6 +36,7 @@ from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
     from relay.peering.api import PeeringService, PeerState
+    from relay.peering.link_view import LinkView
 
 # Builds the ASGI app that serves a relay (``relay.http.app.build_app``).
 AppFactory = Callable[["Relay"], Any]
@@ -246,6 +247,21 @@ class Relay:
 
     def peer_states(self) -> list[PeerState]:
         return [] if self.peering is None else self.peering.peer_states()
+
+    def peer_links(self) -> list[LinkView]:
+        """The replication ledger's links with their lag (``GET /peers``, gauges)."""
+        return [] if self.peering is None else self.peering.link_views()
+
+    async def pause_peer(self, url: str, directions: Sequence[str] = ("in", "out")) -> None:
+        """Pause replication with a configured peer (KeyError: not a peer)."""
+        if self.peering is None:
+            raise KeyError(url)
+        await self.peering.pause(url.rstrip("/"), directions)
+
+    async def resume_peer(self, url: str, directions: Sequence[str] = ("in", "out")) -> None:
+        if self.peering is None:
+            raise KeyError(url)
+        await self.peering.resume(url.rstrip("/"), directions)
 
     def forget_purged(self) -> None:
         """Ops left the store (an admin purge): what this process derived

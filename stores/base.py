@@ -11,6 +11,7 @@ against the smallest one it needs:
 - ``RawOpBuffer``     the store-then-verify buffer of raw tokens
 - ``BlobStore``       content-plane blobs keyed by (creator DID, documentCID)
 - ``PeerCursorStore`` sync cursors the peers issued
+- ``LinkLedgerStore`` the per-link replication ledger (``LinkRecord``)
 - ``RelayIdentityStore`` the relay's own persistent DID and key
 - ``StatusStore``     what explains an op's status: where it sits in the log,
                       what it waits for, its recent rejection; the buffer's summary
@@ -386,6 +387,69 @@ class PeerCursorStore(Protocol):
         ...
 
 
+FULL_SCOPE = "*"  # the scope id of an unscoped link (everything the peer has)
+LinkDirection = Literal["in", "out"]
+LinkState = Literal["initial", "live", "degraded_poll", "repairing", "paused"]
+LINK_STATES: tuple[LinkState, ...] = ("initial", "live", "degraded_poll", "repairing", "paused")
+LINK_PENDING_MAX = 64  # pending tokens kept per link; the rest only count in the lag
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRecord:
+    """One replication link as its consumer sees it, keyed by (peer_url,
+    scope_id, direction). ``direction`` "in": we replicate from the peer;
+    "out": we push to it. Tokens are opaque to the store: for an in-link the
+    peer's feed tokens (``<epoch>.<seq>``) or log cursors; for an out-link
+    seqs of our own log. ``applied_token`` is contiguous: everything up to
+    it is applied (in) or delivered or deliberately skipped (out);
+    ``pending_tokens`` are received/queued past it (at most
+    ``LINK_PENDING_MAX``). ``diagnostics`` is JSON-able (what blocks the
+    link, e.g. ``{"missing": {"identity": [...], "operation": [...]}}``).
+    ``remote_head``: the peer's head seq as last seen (in-links).
+    ``failures`` counts consecutive failures since the last success. Times
+    are epoch milliseconds."""
+
+    peer_url: str
+    scope_id: str
+    direction: LinkDirection
+    state: LinkState = "initial"
+    received_token: str | None = None
+    applied_token: str | None = None
+    pending_tokens: tuple[str, ...] = ()
+    failures: int = 0
+    last_success_ms: int | None = None
+    last_failure_ms: int | None = None
+    last_error: str | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    remote_head: int | None = None
+    caught_up_ms: int | None = None
+    updated_ms: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, LinkDirection]:
+        return (self.peer_url, self.scope_id, self.direction)
+
+
+class LinkLedgerStore(Protocol):
+    """The consumer-owned replication ledger: one row per link, upserted
+    whole (the serving relay keeps no per-consumer state)."""
+
+    async def get_link(
+        self, peer_url: str, scope_id: str, direction: LinkDirection
+    ) -> LinkRecord | None: ...
+    async def put_link(self, record: LinkRecord) -> None:
+        """Upsert by ``record.key``; ``pending_tokens`` past ``LINK_PENDING_MAX`` are cut."""
+        ...
+
+    async def list_links(self) -> list[LinkRecord]:
+        """Every link, ordered by (peer_url, scope_id, direction)."""
+        ...
+
+    async def delete_link(self, peer_url: str, scope_id: str, direction: LinkDirection) -> bool:
+        """Forget a link; False when there was none."""
+        ...
+
+
 class RelayIdentityStore(Protocol):
     async def get_relay_identity(self) -> RelayIdentityRecord | None: ...
     async def put_relay_identity(self, identity: RelayIdentityRecord) -> None: ...
@@ -472,6 +536,7 @@ class RelayStore(
     RawOpBuffer,
     BlobStore,
     PeerCursorStore,
+    LinkLedgerStore,
     RelayIdentityStore,
     FeedStore,
     StatusStore,

@@ -42,13 +42,14 @@ from stores.base import (
 )
 from stores.epoch import new_epoch
 from stores.memory_admin import MemoryAdmin, live_after
+from stores.memory_links import MemoryLinks
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
 
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
 
 
-class MemoryStore(MemoryAdmin):
+class MemoryStore(MemoryAdmin, MemoryLinks):
     """A ``RelayStore`` held in process memory."""
 
     def __init__(self) -> None:
@@ -75,6 +76,7 @@ class MemoryStore(MemoryAdmin):
         self._epoch: str | None = None
         self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
         MemoryAdmin.__init__(self)
+        MemoryLinks.__init__(self)
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:

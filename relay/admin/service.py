@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,6 +51,8 @@ class AdminHost(Protocol):
     async def sync_peer(self, url: str) -> int: ...
     def peer_states(self) -> list[PeerState]: ...
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]: ...
+    async def pause_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
+    async def resume_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
     def forget_purged(self) -> None: ...
 
 
@@ -181,6 +183,18 @@ class Admin:
             raise self._refuse("reconcile", 404, f"{peer} is not a configured peer") from None
         self._ok("reconcile", peer=peer, result=result)
         return result
+
+    async def pause(self, peer: str, directions: Sequence[str], resume: bool = False) -> None:
+        """Pause (or resume) a configured peer's links; the state is in the ledger."""
+        action = "resume-peer" if resume else "pause-peer"
+        try:
+            if resume:
+                await self.host.resume_peer(peer, directions)
+            else:
+                await self.host.pause_peer(peer, directions)
+        except KeyError:
+            raise self._refuse(action, 404, f"{peer} is not a configured peer") from None
+        self._ok(action, peer=peer, directions=list(directions))
 
     # logging -------------------------------------------------------------------
     def set_log_level(self, level: str, logger: str | None) -> tuple[str, str]:

@@ -10,6 +10,7 @@
                                             reconcile a store with a peer relay once
     dfos-relay converge ...                 the Spark convergence job
     dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
+    dfos-relay peers [--store URL] [--json] the replication ledger: every link's state and lag
 
 A usage or configuration error is one line on stderr and exit status 2;
 a failure while running is one line and exit status 1.
@@ -116,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
         "verify-store", help="re-verify every stored chain and row (exit 0 only when clean)"
     )
     audit.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+    peers = commands.add_parser(
+        "peers", help="print the replication ledger (every link's state and lag) from a store"
+    )
+    peers.add_argument("--json", action="store_true", help="print one JSON object")
+    peers.add_argument(
         "--store",
         default=None,
         metavar="URL",
@@ -236,8 +248,9 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return _fail("reconcile", f"--scope: {exc}", EXIT_USAGE)
     store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
     try:
-        direction = args.direction or "both"
-        coro = reconcile_command(args.url, store, direction, window, args.json, scope)
+        coro = reconcile_command(
+            args.url, store, args.direction or "both", window, args.json, scope=scope
+        )
         return asyncio.run(coro)
     except SettingsError as exc:
         return _fail("reconcile", exc, EXIT_USAGE)
@@ -262,6 +275,21 @@ def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 130
 
 
+def _peers(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from relay.cli.peers import PeersError, peers_command
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+
+    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    try:
+        return asyncio.run(peers_command(store, args.json))
+    except SettingsError as exc:
+        return _fail(args.command, exc, EXIT_USAGE)
+    except PeersError as exc:
+        return _fail(args.command, exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
@@ -275,6 +303,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return _reconcile(args, environ)
     if args.command == "verify-store":
         return _verify(args, environ)
+    if args.command == "peers":
+        return _peers(args, environ)
     return _transfer(args, environ)
 
 

@@ -26,6 +26,7 @@ async def reconcile_command(
     direction: Direction,
     window_s: float | None,
     as_json: bool,
+    *,
     scope: Scope | None = None,
 ) -> int:
     from peer.base import normalize_peer_url

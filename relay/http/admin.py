@@ -13,6 +13,8 @@ and their audit lines are ``relay.admin.service``.
     GET    /admin/peers                   configured peers, backoff, cursors
     POST   /admin/peers/sync              {peer?} sync in now (one peer or all)
     POST   /admin/peers/reconcile         {peer} reconcile with a configured peer now
+    POST   /admin/peers/pause             {url, direction?} pause a peer's links (in, out, both)
+    POST   /admin/peers/resume            {url, direction?} resume them
     GET    /admin/log-level               levels in force
     PUT    /admin/log-level               {level, logger?}
     GET    /admin/ledger                  the replication ledger (peer cursors)
@@ -44,7 +46,8 @@ AdminHandler = Callable[[Request, Admin], Awaitable[Response]]
 FEED_CURSOR_SUFFIX = "#changes"  # relay.peering.live keeps a feed token under <url>#changes
 
 
-async def _caller(request: Request) -> AdminCaller:
+async def admin_caller(request: Request) -> AdminCaller:
+    """The operator the request's Bearer token admits (AdminRefused otherwise)."""
     relay = relay_of(request)
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -68,7 +71,7 @@ def admin_route(handler: AdminHandler) -> Callable[[Request], Awaitable[Response
         if not relay.config.admin_dids:
             raise ApiError(501, "administration is not enabled on this relay (no --admin-did)")
         try:
-            caller = await _caller(request)
+            caller = await admin_caller(request)
         except AdminRefused as exc:
             audit("authenticate", exc.did, "refused", error=str(exc),
                   method=request.method, path=request.url.path)  # fmt: skip
@@ -200,6 +203,34 @@ async def reconcile_peer(request: Request, admin: Admin) -> Response:
     return JSONResponse({"peer": peer, "result": await admin.reconcile(peer)})
 
 
+DIRECTION_CHOICES = {"in": ("in",), "out": ("out",), "both": ("in", "out")}
+
+
+async def _pause_body(request: Request) -> tuple[str, tuple[str, ...]]:
+    body = await _body(request)
+    url = _field(body, "url", str)
+    if url is None:
+        raise ApiError(400, "url is required")
+    direction = _field(body, "direction", str, "both")
+    if direction not in DIRECTION_CHOICES:
+        raise ApiError(400, "direction must be in, out or both")
+    return url, DIRECTION_CHOICES[direction]
+
+
+@admin_route
+async def pause_peer(request: Request, admin: Admin) -> Response:
+    url, directions = await _pause_body(request)
+    await admin.pause(url, directions)
+    return JSONResponse({"url": url, "paused": list(directions)})
+
+
+@admin_route
+async def resume_peer(request: Request, admin: Admin) -> Response:
+    url, directions = await _pause_body(request)
+    await admin.pause(url, directions, resume=True)
+    return JSONResponse({"url": url, "resumed": list(directions)})
+
+
 @admin_route
 async def get_log_level(request: Request, admin: Admin) -> Response:
     return JSONResponse({"levels": admin.log_levels()})
@@ -235,6 +266,8 @@ ADMIN_ROUTES = [
     Route("/admin/peers", list_peers, methods=["GET"]),
     Route("/admin/peers/sync", sync_peers, methods=["POST"]),
     Route("/admin/peers/reconcile", reconcile_peer, methods=["POST"]),
+    Route("/admin/peers/pause", pause_peer, methods=["POST"]),
+    Route("/admin/peers/resume", resume_peer, methods=["POST"]),
     Route("/admin/log-level", get_log_level, methods=["GET"]),
     Route("/admin/log-level", put_log_level, methods=["PUT"]),
     Route("/admin/ledger", ledger, methods=["GET"]),

@@ -15,7 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 from relay.limits import RateLimitMiddleware
 from relay.observability import RequestContextMiddleware
 
-from . import changes, changes_ws, content, forks, proof, sync
+from . import changes, changes_ws, content, forks, peers, proof, sync
 from .admin import ADMIN_ROUTES
 from .did import DID_ROUTES
 from .errors import EXCEPTION_HANDLERS
@@ -56,6 +56,9 @@ SYNC_ROUTES = [
     Route("/sync/negentropy", sync.post_negentropy, methods=["POST"]),
     Route("/sync/operations", sync.post_sync_operations, methods=["POST"]),
 ]
+
+# The replication ledger (additive, read-only): loopback or operators only.
+PEERS_ROUTES = [Route("/peers", peers.get_peers, methods=["GET"])]
 
 # Content plane (WEB-RELAY.md "Content Plane Access"): 501 while disabled.
 CONTENT_ROUTES = [
@@ -120,6 +123,7 @@ def build_app(relay: Relay) -> Starlette:
             *SYNC_ROUTES,
             *CONTENT_ROUTES,
             *OPS_ROUTES,
+            *PEERS_ROUTES,
             *ADMIN_ROUTES,
         ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

@@ -58,6 +58,7 @@ async def metrics(request: Request) -> Response:
             relay.metrics.set_pending(
                 {**by_dependency, "none": overview.unverified}, overview.oldest_age_s
             )
+            relay.metrics.links.update(relay.peer_links())
         except Exception as exc:  # a scrape still answers the in-memory series
             log.warning("metrics: store gauges unavailable: %s", exc)
     return Response(relay.metrics.render(), media_type=CONTENT_TYPE)

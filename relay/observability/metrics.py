@@ -16,6 +16,8 @@ Recording API (cheap, synchronous, safe to call from any task):
 - ``set_pending(by_dependency, oldest_age_s)``: the pending buffer by what
   its ops wait for, and how long the oldest has waited (from the relay's
   pending overview at scrape time).
+- ``links.update(views)``: the replication ledger's gauges per link
+  (``link_metrics``), at scrape time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from .link_metrics import LinkMetrics
 from .reconcile_metrics import ReconcileMetrics
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics"]
@@ -114,6 +117,7 @@ class RelayMetrics:
         )
 
         self.reconcile = ReconcileMetrics(r)
+        self.links = LinkMetrics(r)
 
         # the changes feed
         self.feed_subscribers = Gauge(

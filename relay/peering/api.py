@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 from relay.rules.outcomes import SequencedOp
 
 from .host import PeeringHost
+from .link_view import LinkView
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +35,12 @@ class PeeringService(Protocol):
         ...
 
     def peer_states(self) -> list[PeerState]: ...
+    def link_views(self) -> list[LinkView]:
+        """The replication ledger's links, with their lag (``GET /peers``)."""
+        ...
+
+    async def pause(self, url: str, directions: Sequence[str] = ("in", "out")) -> None:
+        """Pause a configured peer's links (KeyError: not a configured peer)."""
+        ...
+
+    async def resume(self, url: str, directions: Sequence[str] = ("in", "out")) -> None: ...

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from peer.base import PeerClient, PeerError
 
@@ -26,6 +27,16 @@ from .backoff import Backoff
 from .config import PeeringConfig
 
 log = logging.getLogger("dfos_relay.peering")
+
+
+class LaneWatcher(Protocol):
+    """Hooks for the replication ledger's out-links (``relay.peering.watermark``)."""
+
+    def queued(self, url: str, tokens: Sequence[str]) -> None: ...
+    def lost(self, url: str, tokens: Sequence[str]) -> None: ...
+    async def before_delivery(self, url: str) -> None: ...
+    async def delivered(self, url: str, tokens: Sequence[str]) -> None: ...
+    async def failed(self, url: str, error: BaseException) -> None: ...
 
 
 class GossipLane:
@@ -42,6 +53,7 @@ class GossipLane:
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
         self.delivered = 0
+        self.watcher: LaneWatcher | None = None  # set by the peering service
 
     def start(self) -> None:
         if self._task is None:
@@ -49,11 +61,19 @@ class GossipLane:
 
     def offer(self, tokens: Iterable[str]) -> None:
         dropped = 0
+        queued: list[str] = []
+        lost: list[str] = []
         for token in tokens:
             try:
                 self._queue.put_nowait(token)
+                queued.append(token)
             except asyncio.QueueFull:
                 dropped += 1
+                lost.append(token)
+        if self.watcher is not None:
+            self.watcher.queued(self.peer_url, queued)
+            if lost:
+                self.watcher.lost(self.peer_url, lost)
         if dropped:
             if self.dropped == 0 or self.dropped // 1000 != (self.dropped + dropped) // 1000:
                 log.warning(
@@ -94,6 +114,8 @@ class GossipLane:
                     self._queue.task_done()
 
     async def _deliver(self, batch: list[str]) -> None:
+        if self.watcher is not None:
+            await self.watcher.before_delivery(self.peer_url)  # a paused out-link waits
         for attempt in range(1, self._config.gossip_max_attempts + 1):
             wait = self._backoff.delay(self.peer_url)
             if wait:
@@ -102,10 +124,16 @@ class GossipLane:
                 await self._client.submit_operations(self.peer_url, batch)
             except PeerError as exc:
                 self._backoff.failure(self.peer_url, f"gossip (attempt {attempt})", exc)
+                if self.watcher is not None:
+                    await self.watcher.failed(self.peer_url, exc)
                 continue
             self._backoff.success(self.peer_url)
             self.delivered += len(batch)
+            if self.watcher is not None:
+                await self.watcher.delivered(self.peer_url, batch)
             return
+        if self.watcher is not None:
+            self.watcher.lost(self.peer_url, batch)
         log.error(
             "peer %s: gossip gave up on %d ops after %d attempts; sync will repair",
             self.peer_url,

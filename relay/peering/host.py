@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from relay.rules.outcomes import IngestionResult
-from stores.base import ChainRecord, LogPage
+from stores.base import ChainRecord, LinkRecord, LogPage, PendingOp
 
 
 class PeeringStore(Protocol):
@@ -14,6 +14,11 @@ class PeeringStore(Protocol):
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage: ...
     async def get_peer_cursor(self, peer_url: str) -> str | None: ...
     async def set_peer_cursor(self, peer_url: str, cursor: str) -> None: ...
+    async def log_length(self) -> int: ...
+    # the replication ledger (``relay.peering.ledger``)
+    async def put_link(self, record: LinkRecord) -> None: ...
+    async def list_links(self) -> list[LinkRecord]: ...
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
 
 
 class PeeringHost(Protocol):

@@ -8,13 +8,21 @@ On a gap (410: the peer's epoch changed, or our position left its replay
 window) the relay reconciles with the peer (a full log replay if the peer
 cannot reconcile), then follows from the peer's head at the time the
 repair began.
+
+The replication ledger's in-link (``relay.peering.ledger``): ``initial``
+until the first EOSE, then ``live``; ``degraded_poll`` for a peer without a
+feed; ``repairing`` from a gap until it is repaired, and while ops received
+from the peer wait for a dependency (the applied token stops before the
+first of them; what they miss is in the diagnostics). The peer's head seq
+comes from the feed's status event and every op's seq. A paused in-link
+stops following until it is resumed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import httpx
 
@@ -26,9 +34,11 @@ from peer.feed import (
     FollowOptions,
     follow,
 )
+from relay.rules.outcomes import IngestionResult, Status
 
 from .config import PeeringConfig
 from .host import PeeringHost
+from .ledger import LinkLedger
 from .repair import ReconcileRepair
 from .sync import SyncIn
 from .tasks import cancel_all
@@ -53,6 +63,8 @@ class LiveFollow:
         self._repair = repair
         self._tasks: list[asyncio.Task[None]] = []
         self.polling: set[str] = set()  # peers without a feed, polled instead
+        self.ledger = LinkLedger()  # the peering service shares its own
+        self._waiting: dict[str, dict[str, str]] = {}  # per peer: cid -> token of waiting ops
 
     def start(self, host: PeeringHost) -> None:
         self._tasks = [
@@ -72,20 +84,26 @@ class LiveFollow:
     async def _run(self, host: PeeringHost, url: str) -> None:
         key = self.cursor_key(url)
         delay = self._config.backoff_base_s
+        await self.ledger.set_state(url, "in", "initial")
         while True:
+            await self.ledger.wait_unpaused(url, "in")
             try:
                 await self._follow(host, url, key)
                 delay = self._config.backoff_base_s
             except FeedUnavailable:
                 log.info("peer %s has no changes feed; polling its log instead", url)
                 self.polling.add(url)
+                await self.ledger.set_state(url, "in", "degraded_poll")
                 await self._poll(url)
                 return
             except FeedGapError as exc:
                 log.warning("feed gap at peer %s (%s); repairing", url, exc)
+                await self.ledger.set_state(url, "in", "repairing")
                 await self._resync(host, url, key)
+                await self.ledger.set_state(url, "in", "live")
             except (FeedClientError, httpx.HTTPError, ValueError) as exc:
                 log.warning("following peer %s failed: %s", url, exc)
+                await self.ledger.failure(url, "in", exc)
                 await asyncio.sleep(delay)
                 delay = min(self._config.backoff_max_s, delay * 2)
 
@@ -101,19 +119,64 @@ class LiveFollow:
         batch: list[FeedEvent] = []
         caught_up = False
         async for event in follow(url, since=since, options=options):
+            if self.ledger.paused(url, "in"):
+                return  # paused: nothing more is ingested; _run waits for the resume
+            if event.kind == "status":
+                self._seen_head(url, event.data.get("headSeq"))
             if event.kind == "op":
                 batch.append(event)
             if event.kind == "eose":
                 caught_up = True
+                self._seen_head(url, event.data.get("seq"))
+                if not batch:
+                    await self._record(url, [], [], caught_up)
             if batch and (caught_up or len(batch) >= LIVE_BATCH or event.kind == "eose"):
-                await self._ingest(host, url, key, batch)
+                await self._ingest(host, url, key, batch, caught_up)
                 batch = []
 
-    async def _ingest(self, host: PeeringHost, url: str, key: str, batch: list[FeedEvent]) -> None:
-        await host.ingest([e.data["jwsToken"] for e in batch], source=url)
+    async def _ingest(
+        self, host: PeeringHost, url: str, key: str, batch: list[FeedEvent], caught_up: bool
+    ) -> None:
+        results = await host.ingest([e.data["jwsToken"] for e in batch], source=url)
         token = batch[-1].token
         if token:
             await host.store.set_peer_cursor(key, token)
+        await self._record(url, batch, results, caught_up)
+
+    def _seen_head(self, url: str, head: object) -> None:
+        if isinstance(head, int) and not isinstance(head, bool):
+            known = self.ledger.get(url, "in").remote_head or 0
+            self.ledger.note(url, "in", remote_head=max(known, head))
+
+    async def _record(
+        self, url: str, batch: list[FeedEvent], results: list[IngestionResult], caught_up: bool
+    ) -> None:
+        """The in-link after a batch: tokens, ops that wait, state, success."""
+        link = self.ledger.get(url, "in")
+        waiting = self._waiting.setdefault(url, dict(link.diagnostics.get("waiting") or {}))
+        for event, result in zip(batch, results, strict=False):
+            reason = result.reason
+            if result.status is Status.REJECTED and reason and reason.is_dependency and event.token:
+                waiting[result.cid] = event.token
+        if batch:
+            self._seen_head(url, batch[-1].data.get("seq"))
+        still, _ = await self.ledger.waiting(url, waiting)
+        self._waiting[url] = still
+        received = batch[-1].token if batch and batch[-1].token else link.received_token
+        applied = _before_first(still.values()) or received
+        changes: dict[str, object] = {
+            "received_token": received,
+            "applied_token": applied,
+            "pending_tokens": tuple(sorted(still.values(), key=_seq_of)),
+        }
+        head = self.ledger.get(url, "in").remote_head
+        if caught_up and not still and (head is None or _seq_of(applied or "") >= head):
+            changes["caught_up_ms"] = self.ledger.clock()
+        await self.ledger.success(url, "in", **changes)
+        if caught_up:
+            await self.ledger.set_state(url, "in", "repairing" if still else "live")
+            if still and self._repair is not None:
+                self._repair.request(url)  # the peer may hold what they wait for
 
     async def _poll(self, url: str) -> None:
         interval = self._config.sync_interval_s or 1.0
@@ -122,6 +185,7 @@ class LiveFollow:
             await asyncio.sleep(interval)
 
     async def _resync(self, host: PeeringHost, url: str, key: str) -> None:
+        self._waiting.pop(url, None)  # the repair replays what they waited for
         async with httpx.AsyncClient(timeout=10) as http:
             feed = (await http.get(url.rstrip("/") + "/.well-known/dfos-relay")).json()
         described = feed.get("changesFeed") or {}
@@ -131,3 +195,18 @@ class LiveFollow:
         if self._repair is None or not await self._repair.repaired(url):
             await self._sync.sync_peer(url, from_start=True)
         await host.store.set_peer_cursor(key, f"{epoch}.{head}")
+
+
+def _seq_of(token: str) -> int:
+    """The seq of a feed token ``<epoch>.<seq>`` (-1 when it is not one)."""
+    tail = token.rpartition(".")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _before_first(tokens: Iterable[str]) -> str | None:
+    """The token just before the earliest of ``tokens`` (None: there are none)."""
+    first = min(tokens, key=_seq_of, default=None)
+    if first is None or _seq_of(first) < 1:
+        return None
+    epoch = first.rpartition(".")[0]
+    return f"{epoch}.{_seq_of(first) - 1}"

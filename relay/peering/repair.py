@@ -12,6 +12,11 @@ For each reconcile peer, one task:
 
 Each run is bounded (``ReconcileBounds``); a failed run backs the peer off
 under the shared per-peer ``Backoff``.
+
+The replication ledger: a requested repair holds the in-link ``repairing``
+while it runs; every run records success or failure on the in-link; a run
+that pushed clears the out-link's held watermark (``OutLinks.repaired``).
+A paused in-link is not pulled from and a paused out-link not pushed to.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from relay.scope import Scope
 
 from .backoff import Backoff
 from .config import PeeringConfig
+from .ledger import LinkLedger
 from .tasks import cancel_all
+from .watermark import OutLinks
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -56,6 +63,8 @@ class ReconcileRepair:
         self._tasks: list[asyncio.Task[None]] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self.last: dict[str, ReconcileReport] = {}  # the latest run per peer
+        self.ledger = LinkLedger()  # the peering service shares its own
+        self.out_links: OutLinks | None = None
 
     def start(self, host: ReconcilingHost) -> None:
         self._host = host
@@ -77,7 +86,8 @@ class ReconcileRepair:
         """Pull everything ``url`` has that we lack, by reconciliation; False
         when that is not possible (the peer cannot reconcile, or the run
         failed), so the caller falls back to a full log replay."""
-        report = await self.run_once(url, direction="pull")
+        async with self.ledger.repairing(url):
+            report = await self.run_once(url, direction="pull")
         return report is not None and report.ok
 
     async def run_once(
@@ -85,11 +95,15 @@ class ReconcileRepair:
     ) -> ReconcileReport | None:
         """One run against ``url`` (any peer), serialized per peer."""
         host = self._host
-        if host is None:
+        allowed = self._unpaused(url, direction)
+        if host is None or allowed is None:
             return None
+        direction = allowed
+        head = self.out_links.head if self.out_links is not None else 0
         async with self._locks.setdefault(url, asyncio.Lock()):
             report = await host.reconcile(url, direction, window, scope=self._config.scope)
         self.last[url] = report
+        await self._record(url, direction, report, head)
         if report.ok:
             self._backoff.success(url)
             if report.have or report.need:
@@ -100,6 +114,21 @@ class ReconcileRepair:
         else:
             self._backoff.failure(url, "reconcile", ReconcileAborted(report.error or "failed"))
         return report
+
+    def _unpaused(self, url: str, direction: Direction) -> Direction | None:
+        pull = direction != "push" and not self.ledger.paused(url, "in")
+        push = direction != "pull" and not self.ledger.paused(url, "out")
+        return "both" if pull and push else "pull" if pull else "push" if push else None
+
+    async def _record(self, url: str, direction: Direction, report: ReconcileReport,
+                      head: int) -> None:  # fmt: skip
+        if not report.ok:
+            await self.ledger.failure(url, "in", report.error or "reconciliation failed")
+            return
+        await self.ledger.success(url, "in")
+        await self.ledger.settle(url)
+        if direction != "pull" and self.out_links is not None:
+            await self.out_links.repaired(url, head)
 
     async def _run(self, url: str) -> None:
         interval = self._config.reconcile_interval_s

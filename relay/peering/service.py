@@ -5,6 +5,9 @@ one ``PeerClient`` and one per-peer ``Backoff`` (WEB-RELAY.md "Peering").
 and, when ``sync_interval_s`` is set, the sync loop; every task is owned
 here and cancelled by ``stop()`` (after a bounded gossip flush). A client
 built here (none injected) is closed on stop; an injected one is not.
+
+The replication ledger (``ledger``, ``out_links``) is shared by every
+behaviour; it loads from the store on start and is written out on stop.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from .backoff import Backoff
 from .config import PeeringConfig
 from .gossip import Gossip
 from .host import PeeringHost
+from .ledger import DIRECTIONS, LinkLedger
+from .link_view import LinkView, link_view
 from .live import LiveFollow
 from .read_through import ReadThrough
 from .repair import ReconcileRepair, ReconcilingHost
 from .sync import SyncIn
+from .watermark import OutLinks
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -55,11 +61,19 @@ class Peering:
         self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
+        self.ledger = LinkLedger(followed=[p.url for p in peers if p.live])
+        self.out_links = OutLinks(self.ledger)
+        self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
+        self.repair.out_links = self.out_links
+        for lane in self.gossip.lanes.values():
+            lane.watcher = self.out_links
         self._sync_loop: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
     async def start(self, relay: PeeringHost) -> None:
         self._host = relay
+        await self.ledger.start(relay.store)
+        self.out_links.start(list(self.gossip.lanes), await relay.store.log_length())
         self.reads.start(relay)
         self.sync.start(relay)
         self.gossip.start()
@@ -81,13 +95,16 @@ class Peering:
         await self.gossip.stop()
         await self.reads.stop()
         self.sync.stop()
+        await self.ledger.stop()
         self._host = None
         if self._owns_client:
             await self.client.aclose()
 
     async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None:
         """Ingest listener: offer every new op to the gossip peers but ``source``."""
+        self.out_links.offered(ops)
         self.gossip.offer([op.jws_token for op in ops], source)
+        self.out_links.offer_done(list(self.gossip.lanes))
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         return await self.reads.read_through(kind, chain_id)
@@ -117,6 +134,22 @@ class Peering:
                 )
             )
         return states
+
+    def link_views(self) -> list[LinkView]:
+        """Every link of the ledger with its lag, as of now."""
+        now = self.ledger.clock()
+        return [link_view(r, now, self.out_links.head) for r in self.ledger.links()]
+
+    async def pause(self, url: str, directions: Sequence[str] = DIRECTIONS) -> None:
+        """Pause a configured peer's links (KeyError: not a peer)."""
+        if url not in {p.url for p in self.peers}:
+            raise KeyError(url)
+        await self.ledger.pause(url, [d for d in DIRECTIONS if d in directions])
+
+    async def resume(self, url: str, directions: Sequence[str] = DIRECTIONS) -> None:
+        if url not in {p.url for p in self.peers}:
+            raise KeyError(url)
+        await self.ledger.resume(url, [d for d in DIRECTIONS if d in directions])
 
     async def _sync_forever(self) -> None:
         interval = self.config.sync_interval_s

@@ -31,6 +31,13 @@ read instead (``GET /log?scope=``: the scope and its closure), under its own
 cursor key ``<url>#<scopeId>``; a scoped page's null cursor is followed by
 the last entry the peer scanned (``scannedTo``), not the last one served,
 since a closure op may be served behind its own position.
+
+The replication ledger's in-link records each cycle: its failures, and
+(for a peer that is polled: a sync-only peer, or a ``live`` peer without a
+feed) the log cursors as received/applied tokens. A polled link is ``live``
+once a cycle caught up (polling is what a sync-only peer was configured
+for); a ``live`` peer polled for want of a feed stays ``degraded_poll``. A
+paused in-link is skipped by cycles.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from relay.rules.outcomes import IngestionResult, Status
 from .backoff import Backoff
 from .config import PeeringConfig
 from .host import PeeringHost
+from .ledger import LinkLedger
 
 if TYPE_CHECKING:
     from .repair import ReconcileRepair
@@ -66,6 +74,7 @@ class SyncIn:
         self._lock = asyncio.Lock()
         # Set by the peering service: repairs an unknown cursor by reconciling.
         self.repair: ReconcileRepair | None = None  # one cycle at a time: cursors advance in order
+        self.ledger = LinkLedger()  # the peering service shares its own
 
     def start(self, host: PeeringHost) -> None:
         self._host = host
@@ -82,7 +91,8 @@ class SyncIn:
         if self._host is None or not self._peers:
             return 0
         async with self._lock:
-            ready = [url for url in self._peers if self._backoff.ready(url)]
+            ready = [url for url in self._peers
+                     if self._backoff.ready(url) and not self.ledger.paused(url, "in")]  # fmt: skip
             counts = await asyncio.gather(*(self._sync_peer(url) for url in ready))
             return sum(counts)
 
@@ -137,12 +147,14 @@ class SyncIn:
                 if issued is not None and issued != cursor:
                     await host.store.set_peer_cursor(key, issued)
                     cursor = issued
+                    await self._ledger_tokens(url, issued)
                 invalid = sum(1 for r in results if r.reason is not None and r.reason.is_permanent)
                 if invalid:  # a peer's log holds only ops it verified: this one lies
                     raise PeerInvalidOperations(url, f"{invalid} ops in its log do not verify")
         except PeerError as exc:
             self._backoff.failure(url, "sync", exc)
             _record(host, url, None, ok=False)
+            await self.ledger.failure(url, "in", exc)
             return new
         finally:
             if fetch is not None:
@@ -151,7 +163,15 @@ class SyncIn:
                     await fetch
         self._backoff.success(url)
         _record(host, url, new, ok=True)
+        caught_up = {"caught_up_ms": self.ledger.clock()} if budget > 0 else {}
+        await self.ledger.success(url, "in", **caught_up)
+        await self.ledger.settle(url)
         return new
+
+    async def _ledger_tokens(self, url: str, cursor: str) -> None:
+        # A followed peer's in-link carries feed tokens, unless it is polled.
+        if url not in self.ledger.followed or self.ledger.get(url, "in").state == "degraded_poll":
+            await self.ledger.update(url, "in", received_token=cursor, applied_token=cursor)
 
     async def _repair_cursor(self, url: str) -> str | None:
         """After an unknown cursor: the peer's current log head, once a

@@ -23,6 +23,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``bans``           DIDs whose new ops are refused (v4)
 - ``purged_ops``     the record of every op a purge removed, with its position (v4)
 - ``raw_ops.received_at_ms`` when a buffered op first arrived (v4)
+- ``peer_links``     the per-link replication ledger, one row per (peer, scope,
+                     direction); pending tokens and diagnostics as JSON text (v5)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -149,8 +151,29 @@ _V4 = [
     "ALTER TABLE raw_ops ADD COLUMN received_at_ms {BIGINT} NOT NULL DEFAULT 0",
 ]
 
+# The consumer-owned replication ledger (issue 15): one row per link, upserted whole.
+_V5 = [
+    """CREATE TABLE peer_links (
+        peer_url TEXT NOT NULL,
+        scope_id TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        state TEXT NOT NULL,
+        received_token TEXT,
+        applied_token TEXT,
+        pending_tokens TEXT NOT NULL,
+        failures INTEGER NOT NULL,
+        last_success_ms {BIGINT},
+        last_failure_ms {BIGINT},
+        last_error TEXT,
+        diagnostics TEXT NOT NULL,
+        remote_head {BIGINT},
+        caught_up_ms {BIGINT},
+        updated_ms {BIGINT} NOT NULL,
+        PRIMARY KEY (peer_url, scope_id, direction))""",
+]
+
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 LATEST_VERSION = max(MIGRATIONS)
 
 

@@ -39,11 +39,12 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
+from stores.sql.links import SqlLinks
 from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
 
-class SqlStore(SqlModeration):
+class SqlStore(SqlModeration, SqlLinks):
     def __init__(self, dialect: Dialect) -> None:
         self._d = dialect
         self._q: Queries = render_queries(dialect)

@@ -1,0 +1,82 @@
+"""``dfos-relay peers [--store URL] [--json]``: the replication ledger as a
+store holds it (one row per link: peer, scope, direction), with each
+link's state, applied token, lag and last error.
+
+A table by default; ``--json`` prints one object ``{"links": [...]}`` whose
+items have the shape of ``GET /peers`` links (plus ``peer``). It reads the
+store only, so it works against the store of a running relay or a stopped
+one (what the relay last wrote: token progress is written at most a
+second late, state changes at once). Lag of an out-link is measured
+against the store's log head.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from relay.http.peers import link_json
+from relay.peering.ledger import wall_ms
+from relay.peering.link_view import LinkView, link_view
+
+COLUMNS = ("PEER", "SCOPE", "DIR", "STATE", "APPLIED", "PENDING", "LAG OPS", "LAG S",
+           "FAILURES", "LAST ERROR")  # fmt: skip
+
+
+class PeersError(Exception):
+    """One line for the operator."""
+
+
+async def read_links(store_url: str) -> list[LinkView]:
+    from relay.asgi import store_from_url
+    from relay.cli.verify import _missing_sqlite_file
+    from stores.base import StoreError
+
+    store = store_from_url(store_url)
+    missing = _missing_sqlite_file(store_url)
+    if missing is not None:
+        raise PeersError(f"store {store_url}: no SQLite file at {missing}")
+    try:
+        await store.open()
+        try:
+            records = await store.list_links()
+            head = await store.log_length()
+        finally:
+            await store.close()
+    except StoreError as exc:
+        raise PeersError(f"store {store_url}: {exc}") from None
+    now = wall_ms()
+    return [link_view(record, now, head) for record in records]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def table(views: list[LinkView]) -> str:
+    rows: list[tuple[str, ...]] = [COLUMNS]
+    for view in views:
+        r = view.record
+        rows.append(tuple(_cell(v) for v in (
+            r.peer_url, r.scope_id, r.direction, r.state, r.applied_token,
+            len(r.pending_tokens), view.lag_ops, view.lag_seconds, r.failures, r.last_error,
+        )))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]  # fmt: skip
+    return "\n".join(lines)
+
+
+async def peers_command(store_url: str, as_json: bool) -> int:
+    views = await read_links(store_url)
+    if as_json:
+        print(json.dumps({"links": [link_json(v) for v in views]}))
+    elif not views:
+        print(f"no replication links recorded in {store_url}")
+    else:
+        print(table(views))
+    return 0

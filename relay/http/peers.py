@@ -1,0 +1,105 @@
+"""``GET /peers`` (additive, read-only): the replication ledger per
+configured peer, with each link's state, tokens, lag and last error.
+
+Who may read it: with no operator configured (no ``--admin-did``), only
+loopback clients (127.0.0.0/8, ::1; behind a trusted proxy, the forwarded
+client address counts, so a local reverse proxy does not make every
+caller local). Once administration is configured, every caller needs a
+valid operator token, from loopback too: the operator has a way to
+authenticate, so locality is no longer the test. Anyone else gets a 403.
+
+The link's JSON shape (``link_json``) is also what ``dfos-relay peers
+--json`` prints.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from relay.admin import AdminRefused
+from relay.limits import client_ip
+from relay.peering.link_view import LinkView
+
+from .admin import admin_caller
+from .context import relay_of
+from .errors import ApiError
+
+
+def is_loopback(address: str | None) -> bool:
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def iso_ms(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def link_json(view: LinkView) -> dict[str, Any]:
+    r = view.record
+    return {
+        "peer": r.peer_url,
+        "scopeId": r.scope_id,
+        "direction": r.direction,
+        "state": r.state,
+        "receivedToken": r.received_token,
+        "appliedToken": r.applied_token,
+        "pending": list(r.pending_tokens),
+        "lagOps": view.lag_ops,
+        "lagSeconds": None if view.lag_seconds is None else round(view.lag_seconds, 3),
+        "failures": r.failures,
+        "lastSuccessAt": iso_ms(r.last_success_ms),
+        "lastFailureAt": iso_ms(r.last_failure_ms),
+        "lastError": r.last_error,
+        "diagnostics": r.diagnostics,
+    }
+
+
+def peers_json(
+    configured: list[tuple[str, tuple[str, ...]]], views: list[LinkView]
+) -> list[dict[str, Any]]:
+    """Configured peers in order, then peers only the ledger still names."""
+    peers: dict[str, dict[str, Any]] = {
+        url: {"url": url, "behaviours": list(behaviours), "links": []}
+        for url, behaviours in configured
+    }
+    for view in views:
+        url = view.record.peer_url
+        entry = peers.setdefault(url, {"url": url, "behaviours": [], "links": []})
+        link = link_json(view)
+        del link["peer"]
+        entry["links"].append(link)
+    return list(peers.values())
+
+
+async def _admit(request: Request) -> None:
+    relay = relay_of(request)
+    if relay.config.admin_dids:
+        try:
+            await admin_caller(request)
+        except AdminRefused as exc:
+            raise ApiError(403, f"GET /peers needs an operator token: {exc}") from None
+        return
+    peer = request.client.host if request.client else None
+    forwarded = request.headers.get("x-forwarded-for")
+    if not is_loopback(client_ip(peer, forwarded, relay.config.trusted_proxies)):
+        raise ApiError(
+            403, "GET /peers answers loopback clients only (or operators, once configured)"
+        )
+
+
+async def get_peers(request: Request) -> JSONResponse:
+    await _admit(request)
+    relay = relay_of(request)
+    configured = [(s.url, s.behaviours) for s in relay.peer_states()]
+    return JSONResponse({"peers": peers_json(configured, relay.peer_links())})

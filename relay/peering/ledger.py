@@ -1,0 +1,258 @@
+"""The per-link replication ledger (issue 15, "Per-link replication ledger"):
+what this relay, as the consumer, knows of each link (peer, scope, direction).
+
+The peering behaviours report here; the ledger keeps every link's
+``LinkRecord`` in memory and writes it through to the store
+(``LinkLedgerStore``). The serving relay keeps no per-consumer state.
+
+States (``LinkRecord.state``):
+- ``initial``        not caught up yet since start (or since a resume);
+- ``live``           caught up, following (live feed, or the configured
+                     polling of a sync-only peer) or, out, delivering;
+- ``degraded_poll``  a ``live`` peer without a changes feed (v0.7.1): its
+                     log is polled instead;
+- ``repairing``      a gap is being repaired (feed 410, unknown cursor,
+                     ops waiting for a missing dependency, or gossip that
+                     gave up on ops: the out-link's watermark is held until
+                     a reconciliation with the peer pushed successfully);
+- ``paused``         an operator paused the link (``POST /admin/peers/pause``);
+                     it survives restarts and only a resume leaves it.
+
+Writes are throttled so the live path is not slowed by one store write per
+batch: a link is written at once when its state, failure count or pause
+changes (what an operator must see without delay), and otherwise at most
+every ``persist_every_ms`` per link; a flush task writes what is left, and
+``stop`` writes everything. A crash loses at most that interval of token
+progress, which only makes the ledger look behind (the peer cursors that
+resume replication are saved separately, after each commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any, Protocol
+
+from stores.base import (
+    FULL_SCOPE,
+    LINK_PENDING_MAX,
+    LinkDirection,
+    LinkRecord,
+    LinkState,
+    PendingOp,
+    StoreError,
+)
+
+from .tasks import cancel_all
+
+log = logging.getLogger("dfos_relay.peering")
+
+PERSIST_EVERY_MS = 1_000  # per link, for token progress (state changes are written at once)
+ERROR_MAX_CHARS = 300  # last_error is for people; a peer's error text is untrusted
+DIRECTIONS: tuple[LinkDirection, ...] = ("in", "out")
+
+Key = tuple[str, str, LinkDirection]
+
+
+class LedgerStore(Protocol):
+    async def put_link(self, record: LinkRecord) -> None: ...
+    async def list_links(self) -> list[LinkRecord]: ...
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def describe(error: BaseException | str) -> str:
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return text[:ERROR_MAX_CHARS]
+
+
+class LinkLedger:
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] = wall_ms,
+        persist_every_ms: int = PERSIST_EVERY_MS,
+        followed: Iterable[str] = (),
+    ) -> None:
+        self._clock = clock_ms
+        self._every = persist_every_ms
+        self.followed = frozenset(followed)  # live peers: live follow drives their in-link state
+        self._store: LedgerStore | None = None
+        self._links: dict[Key, LinkRecord] = {}
+        self._written: dict[Key, int] = {}
+        self._dirty: set[Key] = set()
+        self._resumed: dict[tuple[str, LinkDirection], asyncio.Event] = {}
+        self._flusher: asyncio.Task[None] | None = None
+
+    # lifecycle ---------------------------------------------------------------
+    async def start(self, store: LedgerStore) -> None:
+        """Load the links the store holds (paused links stay paused)."""
+        self._store = store
+        for record in await store.list_links():
+            self._links[record.key] = record
+            self._written[record.key] = record.updated_ms
+            if record.state == "paused":
+                self._event(record.peer_url, record.direction).clear()
+        self._flusher = asyncio.create_task(self._flush_forever(), name="link ledger flush")
+
+    async def stop(self) -> None:
+        if self._flusher is not None:
+            await cancel_all([self._flusher])
+            self._flusher = None
+        await self.flush()
+        self._store = None
+
+    # reads -------------------------------------------------------------------
+    def clock(self) -> int:
+        return self._clock()
+
+    def get(self, url: str, direction: LinkDirection, scope: str = FULL_SCOPE) -> LinkRecord:
+        key = (url, scope, direction)
+        return self._links.get(key) or LinkRecord(url, scope, direction)
+
+    def links(self) -> list[LinkRecord]:
+        return [self._links[key] for key in sorted(self._links)]
+
+    def paused(self, url: str, direction: LinkDirection) -> bool:
+        return not self._event(url, direction).is_set()
+
+    async def wait_unpaused(self, url: str, direction: LinkDirection) -> None:
+        await self._event(url, direction).wait()
+
+    # writes ------------------------------------------------------------------
+    def note(self, url: str, direction: LinkDirection, **changes: Any) -> LinkRecord:
+        """Change a link in memory; the flush task writes it (sync callers)."""
+        return self._apply((url, changes.pop("scope", FULL_SCOPE), direction), changes)[0]
+
+    async def update(self, url: str, direction: LinkDirection, **changes: Any) -> LinkRecord:
+        """Change a link; written at once on a state change, else throttled."""
+        key = (url, changes.pop("scope", FULL_SCOPE), direction)
+        record, urgent = self._apply(key, changes)
+        if urgent or self._clock() - self._written.get(key, 0) >= self._every:
+            await self._write(key)
+        return record
+
+    async def set_state(self, url: str, direction: LinkDirection, state: LinkState) -> None:
+        """Move a link to ``state``; a paused link stays paused."""
+        if not self.paused(url, direction):
+            await self.update(url, direction, state=state)
+
+    async def settle(self, url: str) -> None:
+        """A sync or reconcile pass caught up: ``initial`` -> ``live``, unless
+        live follow drives this peer's in-link state."""
+        if url not in self.followed and self.get(url, "in").state == "initial":
+            await self.set_state(url, "in", "live")
+
+    async def success(self, url: str, direction: LinkDirection, **changes: Any) -> None:
+        now = self._clock()
+        await self.update(url, direction, failures=0, last_success_ms=now, last_error=None,
+                          **changes)  # fmt: skip
+
+    async def failure(self, url: str, direction: LinkDirection, error: BaseException | str) -> None:
+        failures = self.get(url, direction).failures + 1
+        await self.update(url, direction, failures=failures, last_failure_ms=self._clock(),
+                          last_error=describe(error))  # fmt: skip
+
+    @asynccontextmanager
+    async def repairing(self, url: str) -> AsyncIterator[None]:
+        """The in-link is ``repairing`` while the block runs; its state before is restored."""
+        before = self.get(url, "in").state
+        await self.set_state(url, "in", "repairing")
+        try:
+            yield
+        finally:
+            if before != "repairing":
+                await self.set_state(url, "in", before)
+
+    async def pause(self, url: str, directions: Collection[LinkDirection] = DIRECTIONS) -> None:
+        for direction in directions:
+            self._event(url, direction).clear()
+            await self.update(url, direction, state="paused")
+
+    async def resume(self, url: str, directions: Collection[LinkDirection] = DIRECTIONS) -> None:
+        """A resumed link starts over as ``initial`` (it catches up again)."""
+        for direction in directions:
+            if self.paused(url, direction):
+                self._apply((url, FULL_SCOPE, direction), {"state": "initial"}, resume=True)
+                await self._write((url, FULL_SCOPE, direction))
+                self._event(url, direction).set()
+
+    async def waiting(self, url: str, waiting: dict[str, str]) -> tuple[dict[str, str], bool]:
+        """Of ``waiting`` (cid -> feed token of ops received from ``url`` that
+        wait for a dependency), those still waiting; records what they miss
+        in the in-link's diagnostics. Returns them and whether any changed."""
+        if not waiting or self._store is None:
+            return waiting, False
+        try:
+            buffered = await self._store.find_buffered(list(waiting))
+        except StoreError as exc:
+            log.warning("link ledger: cannot read the buffer: %s", exc)
+            return waiting, False
+        still = {cid: token for cid, token in waiting.items() if cid in buffered}
+        missing: dict[str, list[str]] = {"identity": [], "operation": []}
+        for op in buffered.values():
+            kind, _, ident = op.waits_for.partition(":")
+            if kind in ("did", "op") and ident:
+                missing["identity" if kind == "did" else "operation"].append(ident)
+        diagnostics = dict(self.get(url, "in").diagnostics)
+        if still:
+            bounded = dict(list(still.items())[:LINK_PENDING_MAX])
+            named = {k: sorted(set(v)) for k, v in missing.items() if v}
+            diagnostics.update(waiting=bounded, missing=named)
+        else:
+            diagnostics.pop("waiting", None)
+            diagnostics.pop("missing", None)
+        self.note(url, "in", diagnostics=diagnostics)
+        return still, len(still) != len(waiting)
+
+    async def flush(self) -> None:
+        for key in sorted(self._dirty):
+            await self._write(key)
+
+    # internals -----------------------------------------------------------------
+    def _event(self, url: str, direction: LinkDirection) -> asyncio.Event:
+        event = self._resumed.get((url, direction))
+        if event is None:
+            event = self._resumed[(url, direction)] = asyncio.Event()
+            event.set()
+        return event
+
+    def _apply(
+        self, key: Key, changes: dict[str, Any], resume: bool = False
+    ) -> tuple[LinkRecord, bool]:
+        old = self._links.get(key) or LinkRecord(*key)
+        if old.state == "paused" and not resume:
+            changes.pop("state", None)  # only a resume leaves ``paused``
+        new = replace(old, **changes, updated_ms=self._clock())
+        if new.state != old.state:
+            log.info("peer %s: %s-link %s: %s -> %s", key[0], key[2], key[1], old.state, new.state)
+        self._links[key] = new
+        self._dirty.add(key)
+        urgent = (new.state, new.failures) != (old.state, old.failures) or key not in self._written
+        return new, urgent
+
+    async def _write(self, key: Key) -> None:
+        store = self._store
+        if store is None:
+            return
+        self._dirty.discard(key)
+        self._written[key] = self._clock()
+        try:
+            await store.put_link(self._links[key])
+        except StoreError as exc:  # the ledger must never stop replication
+            self._dirty.add(key)
+            log.warning("link ledger: cannot write %s: %s", key, exc)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._every / 1000)
+            try:
+                await self.flush()
+            except Exception:  # a failed flush must not end the loop silently
+                log.exception("link ledger flush failed")

@@ -1,0 +1,127 @@
+"""Out-links of the replication ledger: a per-peer push watermark.
+
+The watermark of a gossip peer is the highest seq W of our log such that
+every op up to W was delivered to that peer by gossip, or deliberately not
+pushed to it (history from before the link existed, an op that came from
+that peer, an op routed elsewhere). It is
+
+    min(head, floor, min(outstanding) - 1)
+
+where ``outstanding`` are the seqs queued for the peer and not yet
+delivered, and ``floor`` holds the watermark below ops gossip lost for it
+(a full queue, a batch given up after its attempts, a shutdown with ops
+still queued: the watermark stored at the last stop). Only a successful
+reconciliation that pushed to the peer clears the floor: then the peer
+holds everything we held when the run began.
+
+The gossip lanes report through the ``LaneWatcher`` hooks of
+``relay.peering.gossip``; tokens map to seqs through ``offered`` (the
+ingest listener registers the ops it is about to offer). Tokens the map
+does not know (the relay's own identity ops at start) are not tracked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from relay.rules.outcomes import SequencedOp
+from stores.base import LINK_PENDING_MAX
+
+from .ledger import LinkLedger
+
+
+class OutLinks:
+    """Implements ``relay.peering.gossip.LaneWatcher`` over the ledger."""
+
+    def __init__(self, ledger: LinkLedger) -> None:
+        self.ledger = ledger
+        self.head = 0
+        self._seq_of: dict[str, int] = {}
+        self._outstanding: dict[str, dict[str, int]] = {}  # url -> token -> seq
+        self._floor: dict[str, int] = {}
+
+    def start(self, urls: Sequence[str], head: int) -> None:
+        """Our head at start; a link stored with a lower watermark keeps it as its floor."""
+        self.head = head
+        for url in urls:
+            stored = self.ledger.get(url, "out").applied_token
+            if stored is not None and stored.isdigit() and int(stored) < head:
+                self._floor[url] = int(stored)
+            self._report(url)
+
+    # the ingest listener -------------------------------------------------------
+    def offered(self, ops: Sequence[SequencedOp]) -> None:
+        for op in ops:
+            self._seq_of[op.jws_token] = op.seq
+            self.head = max(self.head, op.seq)
+
+    def offer_done(self, urls: Sequence[str]) -> None:
+        self._seq_of.clear()
+        for url in urls:  # their watermark moved with the head if nothing was queued
+            self._report(url)
+
+    # LaneWatcher -----------------------------------------------------------------
+    def queued(self, url: str, tokens: Sequence[str]) -> None:
+        lane = self._outstanding.setdefault(url, {})
+        for token in tokens:
+            seq = self._seq_of.get(token)
+            if seq is not None:
+                lane[token] = seq
+
+    def lost(self, url: str, tokens: Sequence[str]) -> None:
+        lane = self._outstanding.setdefault(url, {})
+        seqs = [s for s in (lane.pop(t, None) or self._seq_of.get(t) for t in tokens) if s]
+        if seqs:
+            self._floor[url] = min(self._floor.get(url, self.head), min(seqs) - 1)
+            self.ledger.note(url, "out", state="repairing")
+            self._report(url)
+
+    async def before_delivery(self, url: str) -> None:
+        await self.ledger.wait_unpaused(url, "out")
+
+    async def delivered(self, url: str, tokens: Sequence[str]) -> None:
+        lane = self._outstanding.setdefault(url, {})
+        for token in tokens:
+            lane.pop(token, None)
+        self._report(url)
+        record = self.ledger.get(url, "out")
+        if record.state == "initial" and url not in self._floor:
+            await self.ledger.set_state(url, "out", "live")
+        await self.ledger.success(url, "out")
+
+    async def failed(self, url: str, error: BaseException) -> None:
+        await self.ledger.failure(url, "out", error)
+
+    # reconciliation --------------------------------------------------------------
+    async def repaired(self, url: str, head_at_start: int) -> None:
+        """A reconciliation pushed to ``url``: it holds everything up to ``head_at_start``."""
+        floor = self._floor.get(url)
+        if floor is None:
+            return
+        if head_at_start >= self.head:
+            del self._floor[url]
+        else:
+            self._floor[url] = max(floor, head_at_start)
+        self._report(url)
+        if url not in self._floor:
+            await self.ledger.set_state(url, "out", "live")
+
+    def watermark(self, url: str) -> int:
+        outstanding = self._outstanding.get(url) or {}
+        marks = [self.head, self._floor.get(url, self.head)]
+        if outstanding:
+            marks.append(min(outstanding.values()) - 1)
+        return max(0, min(marks))
+
+    def _report(self, url: str) -> None:
+        mark = self.watermark(url)
+        queued = sorted((self._outstanding.get(url) or {}).values())
+        changes: dict[str, object] = {
+            "applied_token": str(mark),
+            "received_token": str(queued[-1]) if queued else str(self.head),
+            "pending_tokens": tuple(str(s) for s in queued[:LINK_PENDING_MAX]),
+            "remote_head": None,
+        }
+        if mark >= self.head:
+            changes["caught_up_ms"] = self.ledger.clock()
+        self.ledger.note(url, "out", **changes)

@@ -1,0 +1,29 @@
+"""The replication ledger of the memory store (``stores.base.LinkLedgerStore``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from stores.base import LinkDirection, LinkRecord
+from stores.links import bounded, dump_diagnostics, load_diagnostics
+
+
+class MemoryLinks:
+    def __init__(self) -> None:
+        self._links: dict[tuple[str, str, str], LinkRecord] = {}
+
+    async def get_link(
+        self, peer_url: str, scope_id: str, direction: LinkDirection
+    ) -> LinkRecord | None:
+        return self._links.get((peer_url, scope_id, direction))
+
+    async def put_link(self, record: LinkRecord) -> None:
+        # a copy of the diagnostics: the caller's dict stays the caller's
+        copy = load_diagnostics(dump_diagnostics(record.diagnostics))
+        self._links[record.key] = replace(bounded(record), diagnostics=copy)
+
+    async def list_links(self) -> list[LinkRecord]:
+        return [self._links[key] for key in sorted(self._links)]
+
+    async def delete_link(self, peer_url: str, scope_id: str, direction: LinkDirection) -> bool:
+        return self._links.pop((peer_url, scope_id, direction), None) is not None

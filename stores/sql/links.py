@@ -1,0 +1,112 @@
+"""The replication ledger on the SQL stores (``stores.base.LinkLedgerStore``).
+
+``SqlLinks`` is mixed into ``SqlStore``. A link is one row of ``peer_links``
+(schema v5), upserted whole by one statement: the ledger writes a link's
+full record each time, so there is no read-modify-write to serialize.
+Pending tokens and diagnostics are JSON text (``stores.links``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, cast
+
+from stores.base import LinkDirection, LinkRecord, LinkState
+from stores.links import bounded, dump_diagnostics, load_diagnostics, pending_text, pending_tuple
+from stores.sql.conn import Conn
+from stores.sql.dialect import Dialect
+
+LINK_COLS = (
+    "peer_url, scope_id, direction, state, received_token, applied_token, pending_tokens, "
+    "failures, last_success_ms, last_failure_ms, last_error, diagnostics, remote_head, "
+    "caught_up_ms, updated_ms"
+)
+_KEY = "peer_url = ? AND scope_id = ? AND direction = ?"
+_UPDATED = [c.strip() for c in LINK_COLS.split(",")][3:]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkQueries:
+    get: str = f"SELECT {LINK_COLS} FROM peer_links WHERE {_KEY}"
+    put: str = (
+        f"INSERT INTO peer_links ({LINK_COLS}) VALUES ({', '.join(['?'] * 15)}) "
+        "ON CONFLICT (peer_url, scope_id, direction) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in _UPDATED)
+    )
+    list_all: str = f"SELECT {LINK_COLS} FROM peer_links ORDER BY peer_url, scope_id, direction"
+    delete: str = f"DELETE FROM peer_links WHERE {_KEY} RETURNING peer_url"
+
+    @classmethod
+    def rendered(cls, dialect: Dialect) -> LinkQueries:
+        plain = cls()
+        return cls(*(dialect.render(getattr(plain, f)) for f in cls.__dataclass_fields__))
+
+
+def _row(r: Sequence[Any]) -> LinkRecord:
+    return LinkRecord(
+        peer_url=str(r[0]),
+        scope_id=str(r[1]),
+        direction=cast(LinkDirection, r[2]),
+        state=cast(LinkState, r[3]),
+        received_token=r[4],
+        applied_token=r[5],
+        pending_tokens=pending_tuple(r[6]),
+        failures=int(r[7]),
+        last_success_ms=None if r[8] is None else int(r[8]),
+        last_failure_ms=None if r[9] is None else int(r[9]),
+        last_error=r[10],
+        diagnostics=load_diagnostics(r[11]),
+        remote_head=None if r[12] is None else int(r[12]),
+        caught_up_ms=None if r[13] is None else int(r[13]),
+        updated_ms=int(r[14]),
+    )
+
+
+def _params(record: LinkRecord) -> tuple[Any, ...]:
+    r = bounded(record)
+    return (
+        r.peer_url, r.scope_id, r.direction, r.state, r.received_token, r.applied_token,
+        pending_text(r.pending_tokens), r.failures, r.last_success_ms, r.last_failure_ms,
+        r.last_error, dump_diagnostics(r.diagnostics), r.remote_head, r.caught_up_ms,
+        r.updated_ms,
+    )  # fmt: skip
+
+
+class SqlLinks:
+    _d: Dialect
+
+    def _reading(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    def _writing_one(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    @property
+    def _lq(self) -> LinkQueries:
+        cached: LinkQueries | None = getattr(self, "_link_queries", None)
+        if cached is None:
+            cached = LinkQueries.rendered(self._d)
+            self._link_queries = cached
+        return cached
+
+    async def get_link(
+        self, peer_url: str, scope_id: str, direction: LinkDirection
+    ) -> LinkRecord | None:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._lq.get, (peer_url, scope_id, direction))
+        return _row(rows[0]) if rows else None
+
+    async def put_link(self, record: LinkRecord) -> None:
+        async with self._writing_one() as conn:
+            await conn.execute(self._lq.put, _params(record))
+
+    async def list_links(self) -> list[LinkRecord]:
+        async with self._reading() as conn:
+            return [_row(r) for r in await conn.fetch(self._lq.list_all, ())]
+
+    async def delete_link(self, peer_url: str, scope_id: str, direction: LinkDirection) -> bool:
+        async with self._writing_one() as conn:
+            rows = await conn.fetch(self._lq.delete, (peer_url, scope_id, direction))
+        return bool(rows)

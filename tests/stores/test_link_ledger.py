@@ -1,0 +1,106 @@
+"""Store contract: the per-link replication ledger. A link is keyed by
+(peer, scope, direction), upserted whole, listed in key order, bounded in
+its pending tokens, and survives a reopen of a durable store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from stores.base import FULL_SCOPE, LINK_PENDING_MAX, LinkRecord, RelayStore
+from tests.stores.conftest import reopen
+
+FULL = LinkRecord(
+    peer_url="https://a.example",
+    scope_id=FULL_SCOPE,
+    direction="in",
+    state="repairing",
+    received_token="ep1.42",
+    applied_token="ep1.40",
+    pending_tokens=("ep1.41", "ep1.42"),
+    failures=3,
+    last_success_ms=1_000,
+    last_failure_ms=2_000,
+    last_error="PeerUnreachable: connection refused",
+    diagnostics={"missing": {"identity": ["did:dfos:x"], "operation": ["bafyop"]}},
+    remote_head=45,
+    caught_up_ms=900,
+    updated_ms=2_001,
+)
+
+
+async def test_an_unknown_link_is_none(opened: RelayStore) -> None:
+    assert await opened.get_link("https://a.example", FULL_SCOPE, "in") is None
+    assert await opened.list_links() == []
+
+
+async def test_a_link_round_trips_every_field(opened: RelayStore) -> None:
+    await opened.put_link(FULL)
+    assert await opened.get_link("https://a.example", FULL_SCOPE, "in") == FULL
+
+
+async def test_a_fresh_link_keeps_its_defaults(opened: RelayStore) -> None:
+    fresh = LinkRecord("https://a.example", FULL_SCOPE, "out")
+    await opened.put_link(fresh)
+    assert await opened.get_link("https://a.example", FULL_SCOPE, "out") == fresh
+
+
+async def test_put_upserts_by_peer_scope_and_direction(opened: RelayStore) -> None:
+    await opened.put_link(FULL)
+    await opened.put_link(replace(FULL, direction="out", state="live"))
+    await opened.put_link(replace(FULL, scope_id="scope:abc", state="initial"))
+    moved = replace(FULL, state="live", applied_token="ep1.42", pending_tokens=(), failures=0,
+                    last_error=None, diagnostics={}, updated_ms=3_000)  # fmt: skip
+    await opened.put_link(moved)
+    assert await opened.get_link("https://a.example", FULL_SCOPE, "in") == moved
+    keys = [(r.peer_url, r.scope_id, r.direction, r.state) for r in await opened.list_links()]
+    assert keys == [
+        ("https://a.example", "*", "in", "live"),
+        ("https://a.example", "*", "out", "live"),
+        ("https://a.example", "scope:abc", "in", "initial"),
+    ]
+
+
+async def test_links_are_listed_in_key_order(opened: RelayStore) -> None:
+    for url in ("https://c", "https://a", "https://b"):
+        await opened.put_link(LinkRecord(url, FULL_SCOPE, "out"))
+        await opened.put_link(LinkRecord(url, FULL_SCOPE, "in"))
+    keys = [r.key for r in await opened.list_links()]
+    assert keys == sorted(keys)
+    assert len(keys) == 6
+
+
+async def test_pending_tokens_are_bounded(opened: RelayStore) -> None:
+    many = tuple(f"e.{n}" for n in range(LINK_PENDING_MAX + 10))
+    await opened.put_link(replace(FULL, pending_tokens=many))
+    stored = await opened.get_link(FULL.peer_url, FULL.scope_id, FULL.direction)
+    assert stored is not None and stored.pending_tokens == many[:LINK_PENDING_MAX]
+
+
+async def test_the_store_keeps_its_own_copy_of_diagnostics(opened: RelayStore) -> None:
+    diagnostics: dict[str, object] = {"missing": {"operation": ["a"]}}
+    await opened.put_link(replace(FULL, diagnostics=diagnostics))
+    diagnostics["missing"] = {}
+    stored = await opened.get_link(FULL.peer_url, FULL.scope_id, FULL.direction)
+    assert stored is not None and stored.diagnostics == {"missing": {"operation": ["a"]}}
+
+
+async def test_delete_forgets_one_link(opened: RelayStore) -> None:
+    await opened.put_link(FULL)
+    await opened.put_link(replace(FULL, direction="out"))
+    assert await opened.delete_link(FULL.peer_url, FULL.scope_id, "in") is True
+    assert await opened.delete_link(FULL.peer_url, FULL.scope_id, "in") is False
+    assert [r.direction for r in await opened.list_links()] == ["out"]
+
+
+async def test_the_ledger_survives_reopen(opened: RelayStore) -> None:
+    await opened.put_link(FULL)
+    await opened.put_link(replace(FULL, direction="out", state="paused"))
+    await opened.close()
+    again = reopen(opened)
+    await again.open()
+    try:
+        assert await again.get_link(FULL.peer_url, FULL.scope_id, "in") == FULL
+        out = await again.get_link(FULL.peer_url, FULL.scope_id, "out")
+        assert out is not None and out.state == "paused"
+    finally:
+        await again.close()
