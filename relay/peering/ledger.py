@@ -79,8 +79,11 @@ class LinkLedger:
         clock_ms: Callable[[], int] = wall_ms,
         persist_every_ms: int = PERSIST_EVERY_MS,
         followed: Iterable[str] = (),
+        in_scope: str = FULL_SCOPE,
     ) -> None:
         self._clock = clock_ms
+        # in-links pull one scope (a scoped mirror: its scopeId), out-links push everything
+        self.in_scope = in_scope
         self._every = persist_every_ms
         self.followed = frozenset(followed)  # live peers: live follow drives their in-link state
         self._store: LedgerStore | None = None
@@ -112,9 +115,14 @@ class LinkLedger:
     def clock(self) -> int:
         return self._clock()
 
-    def get(self, url: str, direction: LinkDirection, scope: str = FULL_SCOPE) -> LinkRecord:
-        key = (url, scope, direction)
-        return self._links.get(key) or LinkRecord(url, scope, direction)
+    def key(self, url: str, direction: LinkDirection, scope: str | None = None) -> Key:
+        if scope is None:
+            scope = self.in_scope if direction == "in" else FULL_SCOPE
+        return (url, scope, direction)
+
+    def get(self, url: str, direction: LinkDirection, scope: str | None = None) -> LinkRecord:
+        key = self.key(url, direction, scope)
+        return self._links.get(key) or LinkRecord(*key)
 
     def links(self) -> list[LinkRecord]:
         return [self._links[key] for key in sorted(self._links)]
@@ -128,11 +136,11 @@ class LinkLedger:
     # writes ------------------------------------------------------------------
     def note(self, url: str, direction: LinkDirection, **changes: Any) -> LinkRecord:
         """Change a link in memory; the flush task writes it (sync callers)."""
-        return self._apply((url, changes.pop("scope", FULL_SCOPE), direction), changes)[0]
+        return self._apply(self.key(url, direction, changes.pop("scope", None)), changes)[0]
 
     async def update(self, url: str, direction: LinkDirection, **changes: Any) -> LinkRecord:
         """Change a link; written at once on a state change, else throttled."""
-        key = (url, changes.pop("scope", FULL_SCOPE), direction)
+        key = self.key(url, direction, changes.pop("scope", None))
         record, urgent = self._apply(key, changes)
         if urgent or self._clock() - self._written.get(key, 0) >= self._every:
             await self._write(key)
@@ -179,8 +187,9 @@ class LinkLedger:
         """A resumed link starts over as ``initial`` (it catches up again)."""
         for direction in directions:
             if self.paused(url, direction):
-                self._apply((url, FULL_SCOPE, direction), {"state": "initial"}, resume=True)
-                await self._write((url, FULL_SCOPE, direction))
+                key = self.key(url, direction)
+                self._apply(key, {"state": "initial"}, resume=True)
+                await self._write(key)
                 self._event(url, direction).set()
 
     async def waiting(self, url: str, waiting: dict[str, str]) -> tuple[dict[str, str], bool]:

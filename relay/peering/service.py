@@ -20,6 +20,7 @@ from typing import Literal
 
 from peer.base import PeerClient, PeerConfig, parse_peer_configs
 from relay.rules.outcomes import SequencedOp
+from stores.base import FULL_SCOPE
 
 from .api import PeerState
 from .backoff import Backoff
@@ -61,7 +62,8 @@ class Peering:
         self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
-        self.ledger = LinkLedger(followed=[p.url for p in peers if p.live])
+        in_scope = FULL_SCOPE if config.scope is None else config.scope.scope_id
+        self.ledger = LinkLedger(followed=[p.url for p in peers if p.live], in_scope=in_scope)
         self.out_links = OutLinks(self.ledger)
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
         self.repair.out_links = self.out_links
