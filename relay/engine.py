@@ -183,7 +183,27 @@ class Relay:
         await self.bans.refresh_if_stale()  # bans made by other workers
         results = await self.ingestor.ingest(tokens, source)
         self.metrics.record_ingestion(results)
+        if source is not None and self.peering is not None:
+            # echo suppression: pending and duplicate ops count, not only new ones
+            self.peering.note_received(source, (r.cid for r in results if r.cid))
         return results
+
+    async def ingest_pushed(
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """POST /operations. A sender DID that maps to a peer makes that peer
+        the source (nothing goes back to it) and its fan-out hop routes the
+        new ops; an unknown or absent sender is a client push."""
+        peering = self.peering
+        source = peering.peer_url_of(sender_did) if peering and sender_did else None
+        if peering is None or source is None:
+            return await self.ingest(tokens)
+        with peering.receiving(hop):
+            return await self.ingest(tokens, source)
+
+    def advertised_peers(self) -> list[dict[str, str]]:
+        """The well-known document's ``peers`` entry (additive)."""
+        return [] if self.peering is None else self.peering.advertised_peers()
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         """After a local miss, try the read-through peers; True if now known."""
@@ -211,9 +231,13 @@ class Relay:
         """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
         lack and push what it lacks); failures are in ``report.error``."""
         client = self._reconcile_client()
+        peer = peer_url.rstrip("/")
+        peering = self.peering
         report = await reconcile(
-            self, self.sync_index, client, peer_url.rstrip("/"),
+            self, self.sync_index, client, peer,
             direction=direction, window=window, bounds=bounds,
+            skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
+            push_headers=peering.push_headers() if peering else None,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -34,3 +35,17 @@ class PeeringService(Protocol):
         ...
 
     def peer_states(self) -> list[PeerState]: ...
+
+    # the push side (issue 15): sender resolution, echo suppression, fan-out hops
+    def peer_url_of(self, relay_did: str) -> str | None:
+        """The configured (or learned) peer URL of a pushing relay's DID."""
+        ...
+
+    def receiving(self, hop: str | None) -> AbstractContextManager[None]:
+        """Ops ingested inside arrived with this fan-out hop header."""
+        ...
+
+    def note_received(self, source: str, cids: Iterable[str]) -> None: ...
+    def sent_us(self, peer_url: str, cid: str) -> bool: ...
+    def push_headers(self) -> Mapping[str, str]: ...
+    def advertised_peers(self) -> list[dict[str, str]]: ...

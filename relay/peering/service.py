@@ -12,16 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Literal
 
-from peer.base import PeerClient, PeerConfig, parse_peer_configs
+from peer.base import RELAY_SENDER_HEADER, PeerClient, PeerConfig, parse_peer_configs
 from relay.rules.outcomes import SequencedOp
 
 from .api import PeerState
 from .backoff import Backoff
 from .config import PeeringConfig
-from .gossip import Gossip
+from .directory import Advertised, PeerDirectory
+from .discovery import learn_peers
+from .echo import EchoMemory
+from .fanout import FanOut, arrival_hop, arriving_with
+from .gossip import Gossip, Outgoing
 from .host import PeeringHost
 from .live import LiveFollow
 from .read_through import ReadThrough
@@ -47,7 +52,20 @@ class Peering:
         self.client = client
         self._owns_client = owns_client
         self.backoff = Backoff(config.backoff_base_s, config.backoff_max_s)
-        self.gossip = Gossip([p.url for p in peers if p.gossip], client, self.backoff, config)
+        self.echo = EchoMemory(config.echo_memory_per_peer)
+        self.directory = PeerDirectory([p.url for p in peers], client, config.directory_refresh_s)
+        self.gossip = Gossip(
+            [p.url for p in peers if p.gossip],
+            client,
+            self.backoff,
+            config,
+            self.echo,
+            self.push_headers,
+        )
+        self.fanout = FanOut(self.gossip, self.directory, config, self._did)
+        self.learned: dict[str, str] = {}  # peer URL -> DID, learned by discovery
+        if config.peer_discovery:
+            self.directory.on_refreshed.append(self._discover)
         self.reads = ReadThrough(
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
@@ -56,6 +74,7 @@ class Peering:
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
         self._sync_loop: asyncio.Task[None] | None = None
+        self._refresh: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
     async def start(self, relay: PeeringHost) -> None:
@@ -63,6 +82,8 @@ class Peering:
         self.reads.start(relay)
         self.sync.start(relay)
         self.gossip.start()
+        self.fanout.start()
+        self.directory.start()
         self.live.start(relay)
         if isinstance(relay, ReconcilingHost):
             self.repair.start(relay)
@@ -71,6 +92,11 @@ class Peering:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
 
     async def stop(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresh
+            self._refresh = None
         if self._sync_loop is not None:
             self._sync_loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -78,6 +104,8 @@ class Peering:
             self._sync_loop = None
         await self.repair.stop()
         await self.live.stop()
+        await self.directory.stop()
+        await self.fanout.stop()
         await self.gossip.stop()
         await self.reads.stop()
         self.sync.stop()
@@ -86,8 +114,68 @@ class Peering:
             await self.client.aclose()
 
     async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None:
-        """Ingest listener: offer every new op to the gossip peers but ``source``."""
-        self.gossip.offer([op.jws_token for op in ops], source)
+        """Ingest listener: route every new op to gossip peers (``fanout``),
+        never back to ``source``."""
+        if source is not None:
+            self.echo.note(source, (op.cid for op in ops))
+        self.fanout.route(ops, source, arrival_hop())
+
+    # the push side: who is pushing, and what not to push back -------------------
+    def note_received(self, source: str, cids: Iterable[str]) -> None:
+        """``source`` sent us these ops (sequenced, pending or duplicate)."""
+        self.echo.note(source, cids)
+
+    def sent_us(self, peer_url: str, cid: str) -> bool:
+        return self.echo.sent_us(peer_url, cid)
+
+    def peer_url_of(self, relay_did: str) -> str | None:
+        """The peer URL a pushing relay's DID maps to (None: not a known peer)."""
+        url = self.directory.url_of(relay_did)
+        if url is None and self.directory.unresolved():
+            # a peer we have not resolved yet: learn it for the next push
+            self._spawn_refresh()
+        return url
+
+    @contextmanager
+    def receiving(self, hop: str | None) -> Iterator[None]:
+        with arriving_with(hop):
+            yield
+
+    def push_headers(self) -> Mapping[str, str]:
+        did = self._did()
+        return {RELAY_SENDER_HEADER: did} if did else {}
+
+    def advertised_peers(self) -> list[dict[str, str]]:
+        """The well-known ``peers``: every gossip peer, with its DID when known."""
+        return [Advertised(url, self.directory.did_of(url)).as_json() for url in self.gossip.lanes]
+
+    async def flushed(self) -> None:
+        """Until forwards and gossip queues are drained (tests, benchmarks)."""
+        await self.fanout.flushed()
+        await self.gossip.flushed()
+
+    def _did(self) -> str | None:
+        did = getattr(self._host, "did", None) if self._host is not None else None
+        return did if isinstance(did, str) else None
+
+    def _spawn_refresh(self) -> None:
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.create_task(
+                self.directory.refresh(self.directory.unresolved()), name="peer directory resolve"
+            )
+
+    async def _discover(self) -> None:
+        me = self._did()
+        if me is None:
+            return
+        configured = [p.url for p in self.peers]
+        room = self.config.peer_discovery_max - len(self.learned)
+        for entry in learn_peers(self.directory, configured, me, room):
+            assert entry.did is not None
+            self.learned[entry.url] = entry.did
+            self.directory.add(entry.url, entry.did)
+            self.gossip.add_lane(entry.url)
+            log.info("discovery: learned peer %s (%s)", entry.url, entry.did)
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         return await self.reads.read_through(kind, chain_id)
@@ -137,11 +225,11 @@ class Peering:
         if not isinstance(did, str) or not self.gossip.lanes:
             return
         page = await relay.store.read_chain_log(did, None, 100)
-        tokens = [e.jws_token for e in page.entries]
+        items = [Outgoing(e.cid, e.jws_token) for e in page.entries]
         profile = getattr(relay, "profile_token", None)
-        if isinstance(profile, str) and profile not in tokens:
-            tokens.append(profile)
-        self.gossip.offer(tokens, None)
+        if isinstance(profile, str) and profile not in {i.jws_token for i in items}:
+            items.append(Outgoing("", profile))  # no CID at hand: never echo-matched
+        self.fanout.broadcast(items)
 
 
 def build_peering(
