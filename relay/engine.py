@@ -195,11 +195,10 @@ class Relay:
         the source (nothing goes back to it) and its fan-out hop routes the
         new ops; an unknown or absent sender is a client push."""
         peering = self.peering
-        source = peering.peer_url_of(sender_did) if peering and sender_did else None
-        if peering is None or source is None:
+        if peering is None or not self.started:
             return await self.ingest(tokens)
-        with peering.receiving(hop):
-            return await self.ingest(tokens, source)
+        source = peering.peer_url_of(sender_did) if sender_did else None
+        return await peering.ingest_push(tokens, source, hop)
 
     def advertised_peers(self) -> list[dict[str, str]]:
         """The well-known document's ``peers`` entry (additive)."""

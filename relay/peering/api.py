@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from relay.rules.outcomes import SequencedOp
+from relay.rules.outcomes import IngestionResult, SequencedOp
 
 from .host import PeeringHost
 
@@ -41,8 +40,11 @@ class PeeringService(Protocol):
         """The configured (or learned) peer URL of a pushing relay's DID."""
         ...
 
-    def receiving(self, hop: str | None) -> AbstractContextManager[None]:
-        """Ops ingested inside arrived with this fan-out hop header."""
+    async def ingest_push(
+        self, tokens: Sequence[object], source: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """Ingest a POST /operations: ``source`` is the pushing peer's URL
+        (None: a client), ``hop`` its fan-out hop header."""
         ...
 
     def note_received(self, source: str, cids: Iterable[str]) -> None: ...

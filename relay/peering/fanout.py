@@ -25,6 +25,13 @@ The hop of the POST being ingested reaches the ingest listener through a
 context variable set around ``Relay.ingest`` by ``arriving_with``: the
 listener runs inside that call, in the same task, and the ingest pipeline's
 listener signature stays (ops, source).
+
+Routing is per op, by how *that op* arrived: an op that waited for a
+dependency is sequenced later inside some other batch (perhaps a hop-"2"
+push, which forwards nothing), so ``Arrivals`` remembers (bounded) how each
+pushed op that went pending arrived, and the listener routes it by that.
+A coordinator also forwards a hop-"1" op it already had (``duplicate``):
+its share relies on it, whatever path brought the op here first.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
 from relay.rules.outcomes import SequencedOp
@@ -63,7 +71,45 @@ def arrival_hop() -> str | None:
     return _arrival_hop.get()
 
 
-def _out(op: SequencedOp, hop: str | None) -> Outgoing:
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """What routing needs of an op."""
+
+    cid: str
+    jws_token: str
+    chain_id: str
+
+    @classmethod
+    def of(cls, op: SequencedOp) -> Routed:
+        return cls(op.cid, op.jws_token, op.chain_id)
+
+
+Arrival = tuple[str | None, str | None]  # (source peer URL, hop)
+
+
+class Arrivals:
+    """How pushed ops that went pending arrived, by CID; the oldest are
+    forgotten past ``limit`` (such an op is then routed by the batch that
+    sequences it, and reconciliation covers any gap)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._by_cid: dict[str, Arrival] = {}
+
+    def remember(self, cid: str, arrival: Arrival) -> None:
+        self._by_cid.pop(cid, None)
+        self._by_cid[cid] = arrival
+        while len(self._by_cid) > self._limit:
+            del self._by_cid[next(iter(self._by_cid))]
+
+    def pop(self, cid: str) -> Arrival | None:
+        return self._by_cid.pop(cid, None)
+
+    def __len__(self) -> int:
+        return len(self._by_cid)
+
+
+def _out(op: Routed, hop: str | None) -> Outgoing:
     return Outgoing(op.cid, op.jws_token, hop)
 
 
@@ -79,9 +125,10 @@ class FanOut:
         self._directory = directory
         self._config = config
         self._self_did = self_did
-        self._queue: asyncio.Queue[tuple[str, list[SequencedOp]]] = asyncio.Queue(
+        self._queue: asyncio.Queue[tuple[str, list[Routed]]] = asyncio.Queue(
             maxsize=config.fanout_forward_queue_max
         )
+        self.arrivals = Arrivals(config.fanout_forward_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.forwarded = 0  # ops x peers forwarded as a coordinator
         self.not_forwarded = 0  # hop-1 ops we could not place (reconciliation repairs)
@@ -90,7 +137,16 @@ class FanOut:
     def rendezvous(self) -> bool:
         return len(self._gossip.lanes) > self._config.fanout_direct_max
 
-    def route(self, ops: Sequence[SequencedOp], source: str | None, hop: str | None) -> None:
+    def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None, hop: str | None) -> None:
+        """Route each op by how it arrived (``Arrivals``), else by its batch."""
+        groups: dict[Arrival, list[Routed]] = defaultdict(list)
+        for op in ops:
+            arrival = self.arrivals.pop(op.cid) if len(self.arrivals) else None
+            groups[arrival or (source, hop)].append(Routed.of(op))
+        for (op_source, op_hop), group in groups.items():
+            self.route(group, op_source, op_hop)
+
+    def route(self, ops: Sequence[Routed], source: str | None, hop: str | None) -> None:
         if not ops or not self._gossip.lanes:
             return
         if source is None:
@@ -102,7 +158,7 @@ class FanOut:
         else:
             self._gossip.offer([_out(op, None) for op in ops], source)
 
-    def originate(self, ops: Sequence[SequencedOp]) -> None:
+    def originate(self, ops: Sequence[Routed]) -> None:
         if not self.rendezvous:
             self._gossip.offer([_out(op, None) for op in ops], None)
             return
@@ -130,7 +186,12 @@ class FanOut:
         self._gossip.offer([Outgoing(i.cid, i.jws_token, hop) for i in items], None)
 
     # the coordinator side -------------------------------------------------------
-    def _enqueue(self, origin_url: str, ops: list[SequencedOp]) -> None:
+    def forward_again(self, origin_url: str, ops: list[Routed]) -> None:
+        """Hop-"1" ops we already had: our share still relies on us."""
+        if ops and self._gossip.lanes:
+            self._enqueue(origin_url, ops)
+
+    def _enqueue(self, origin_url: str, ops: list[Routed]) -> None:
         try:
             self._queue.put_nowait((origin_url, ops))
         except asyncio.QueueFull:
@@ -162,7 +223,7 @@ class FanOut:
             finally:
                 self._queue.task_done()
 
-    async def _forward(self, origin_url: str, ops: list[SequencedOp]) -> None:
+    async def _forward(self, origin_url: str, ops: list[Routed]) -> None:
         me = self._self_did()
         if me is None:
             self.not_forwarded += len(ops)
@@ -186,7 +247,7 @@ class FanOut:
             self.forwarded += len(items)
             self._gossip.send(url, items)
 
-    def _share(self, me: str, origin_url: str, op: SequencedOp) -> list[str] | None:
+    def _share(self, me: str, origin_url: str, op: Routed) -> list[str] | None:
         """The URLs of our lanes in our share of ``op`` (None: not ours)."""
         advertised = self._directory.peers_of(origin_url)
         if advertised is None:
@@ -203,5 +264,5 @@ class FanOut:
         return urls
 
 
-def _ranked(known: dict[str, str], op: SequencedOp) -> list[str]:
+def _ranked(known: dict[str, str], op: Routed) -> list[str]:
     return rank(known, op.chain_id, op.cid)

@@ -12,12 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from peer.base import RELAY_SENDER_HEADER, PeerClient, PeerConfig, parse_peer_configs
-from relay.rules.outcomes import SequencedOp
+from peer.base import (
+    HOP_TO_COORDINATOR,
+    RELAY_SENDER_HEADER,
+    PeerClient,
+    PeerConfig,
+    parse_peer_configs,
+)
+from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 
 from .api import PeerState
 from .backoff import Backoff
@@ -25,7 +30,7 @@ from .config import PeeringConfig
 from .directory import Advertised, PeerDirectory
 from .discovery import learn_peers
 from .echo import EchoMemory
-from .fanout import FanOut, arrival_hop, arriving_with
+from .fanout import FanOut, Routed, arrival_hop, arriving_with
 from .gossip import Gossip, Outgoing
 from .host import PeeringHost
 from .live import LiveFollow
@@ -118,7 +123,31 @@ class Peering:
         never back to ``source``."""
         if source is not None:
             self.echo.note(source, (op.cid for op in ops))
-        self.fanout.route(ops, source, arrival_hop())
+        self.fanout.on_sequenced(ops, source, arrival_hop())
+
+    async def ingest_push(
+        self, tokens: Sequence[object], source: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """POST /operations from a client (``source`` None) or a peer relay:
+        ingest with the push's hop in context, then remember how pending ops
+        arrived (routed when sequenced) and forward hop-"1" ops we had."""
+        host = self._host
+        if host is None:
+            raise RuntimeError("peering is not started")
+        with arriving_with(hop if source is not None else None):
+            results = await host.ingest(tokens, source)
+        again: list[Routed] = []
+        for token, result in zip(tokens, results, strict=True):
+            if result.reason is not None and result.reason.is_dependency and result.cid:
+                self.fanout.arrivals.remember(result.cid, (source, hop))
+            elif (
+                result.status is Status.DUPLICATE and source and hop == HOP_TO_COORDINATOR
+                and isinstance(token, str) and result.chain_id
+            ):  # fmt: skip
+                again.append(Routed(result.cid, token, result.chain_id))
+        if source is not None:
+            self.fanout.forward_again(source, again)
+        return results
 
     # the push side: who is pushing, and what not to push back -------------------
     def note_received(self, source: str, cids: Iterable[str]) -> None:
@@ -135,11 +164,6 @@ class Peering:
             # a peer we have not resolved yet: learn it for the next push
             self._spawn_refresh()
         return url
-
-    @contextmanager
-    def receiving(self, hop: str | None) -> Iterator[None]:
-        with arriving_with(hop):
-            yield
 
     def push_headers(self) -> Mapping[str, str]:
         did = self._did()

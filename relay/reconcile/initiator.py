@@ -219,7 +219,9 @@ async def _push(
     skip: Callable[[str], bool] | None,
     headers: Mapping[str, str] | None,
 ) -> None:
-    cids = [c for i in have if not (skip and skip(c := cid_from_id(i)))]
+    cids = [cid_from_id(i) for i in have]
+    if skip is not None:
+        cids = [cid for cid in cids if not skip(cid)]
     ops: list[OperationRecord] = []
     for at in range(0, len(cids), MAX_FETCH_CIDS):
         ops.extend((await host.store.read_operations(cids[at : at + MAX_FETCH_CIDS])).values())
