@@ -191,14 +191,12 @@ class Relay:
     async def ingest_pushed(
         self, tokens: Sequence[object], sender_did: str | None, hop: str | None
     ) -> list[IngestionResult]:
-        """POST /operations. A sender DID that maps to a peer makes that peer
-        the source (nothing goes back to it) and its fan-out hop routes the
-        new ops; an unknown or absent sender is a client push."""
+        """POST /operations with its relay push headers (sender DID, fan-out
+        hop); peering decides what they mean (``PeeringService.ingest_push``)."""
         peering = self.peering
         if peering is None or not self.started:
             return await self.ingest(tokens)
-        source = peering.peer_url_of(sender_did) if sender_did else None
-        return await peering.ingest_push(tokens, source, hop)
+        return await peering.ingest_push(tokens, sender_did, hop)
 
     def advertised_peers(self) -> list[dict[str, str]]:
         """The well-known document's ``peers`` entry (additive)."""

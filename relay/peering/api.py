@@ -36,15 +36,11 @@ class PeeringService(Protocol):
     def peer_states(self) -> list[PeerState]: ...
 
     # the push side (issue 15): sender resolution, echo suppression, fan-out hops
-    def peer_url_of(self, relay_did: str) -> str | None:
-        """The configured (or learned) peer URL of a pushing relay's DID."""
-        ...
-
     async def ingest_push(
-        self, tokens: Sequence[object], source: str | None, hop: str | None
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
     ) -> list[IngestionResult]:
-        """Ingest a POST /operations: ``source`` is the pushing peer's URL
-        (None: a client), ``hop`` its fan-out hop header."""
+        """Ingest a POST /operations: ``sender_did`` and ``hop`` are its relay
+        push headers (absent: a client push)."""
         ...
 
     def note_received(self, source: str, cids: Iterable[str]) -> None: ...

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -111,6 +112,7 @@ class PeerDirectory:
         self._url: dict[str, str] = {}
         self._advertised: dict[str, tuple[Advertised, ...]] = {}
         self._inflight: dict[str, asyncio.Task[bool]] = {}
+        self._tried: dict[str, float] = {}  # URL -> monotonic time of the last fetch
         self._task: asyncio.Task[None] | None = None
         self.on_refreshed: list[Any] = []  # async callables run after each full refresh
 
@@ -150,6 +152,18 @@ class PeerDirectory:
             task.add_done_callback(self._forget_fetch)
         return await asyncio.shield(task)
 
+    async def resolve_if_due(self, urls: Iterable[str]) -> None:
+        """Resolve the given URLs that are still unknown, unless one was tried
+        less than ``retry_s`` ago: callers on a request path (a push naming a
+        DID we cannot place yet) cannot make us fetch more often than that."""
+        now = time.monotonic()
+        due = [
+            url for url in urls
+            if url not in self._did and now - self._tried.get(url, -1e18) >= self._retry_s
+        ]  # fmt: skip
+        if due:
+            await asyncio.gather(*(self.resolve(url) for url in due))
+
     def _forget_fetch(self, task: asyncio.Task[bool]) -> None:
         for url, running in list(self._inflight.items()):
             if running is task:
@@ -162,6 +176,7 @@ class PeerDirectory:
             await callback()
 
     async def _fetch(self, url: str) -> bool:
+        self._tried[url] = time.monotonic()
         get = getattr(self._client, "get_well_known", None)
         if get is None:  # a client that cannot read well-known documents
             return False

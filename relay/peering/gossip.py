@@ -9,8 +9,8 @@ is logged with the peer URL. Workers push batches of at most 100 through
 backoff, up to a bounded number of attempts.
 
 An op is never offered back to the peer it came from (``source``), and a
-lane drops, when it sends a batch, every op the ``EchoMemory`` says its peer
-sent us by any path (``relay.peering.echo``). Every push names this relay
+lane drops, when it sends a batch, every op ``skip`` says its peer sent us
+by any path (``Peering.sent_us``, over ``relay.peering.echo``). Every push names this relay
 in ``RELAY_SENDER_HEADER`` (so the receiver resolves it to a peer, not a
 client) and carries the item's fan-out hop in ``FANOUT_HOP_HEADER``; a batch
 mixing hops goes out as one POST per hop.
@@ -21,14 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from peer.base import FANOUT_HOP_HEADER, PeerClient, PeerError
 
 from .backoff import Backoff
 from .config import PeeringConfig
-from .echo import EchoMemory
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -47,8 +46,24 @@ class Outgoing:
 PushHeaders = Callable[[], Mapping[str, str]]
 
 
+# (peer URL, op CID) -> True when the op is not to be pushed to that peer.
+Skip = Callable[[str, str], bool]
+
+
+# Awaited before each batch is filtered and sent (learn the peer's DID).
+Prepare = Callable[[str], Awaitable[None]]
+
+
 def _no_headers() -> Mapping[str, str]:
     return {}
+
+
+async def _prepare_nothing(peer_url: str) -> None:
+    return None
+
+
+def _skip_nothing(peer_url: str, cid: str) -> bool:
+    return False
 
 
 class GossipLane:
@@ -60,15 +75,17 @@ class GossipLane:
         client: PeerClient,
         backoff: Backoff,
         config: PeeringConfig,
-        echo: EchoMemory | None = None,
+        skip: Skip = _skip_nothing,
         headers: PushHeaders = _no_headers,
+        prepare: Prepare = _prepare_nothing,
     ) -> None:
         self.peer_url = peer_url
         self._client = client
         self._backoff = backoff
         self._config = config
-        self._echo = echo or EchoMemory()
+        self._skip = skip
         self._headers = headers
+        self._prepare = prepare
         self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=config.gossip_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
@@ -126,7 +143,8 @@ class GossipLane:
                     self._queue.task_done()
 
     async def _deliver(self, queued: list[Outgoing]) -> None:
-        batch = [item for item in queued if not self._echo.sent_us(self.peer_url, item.cid)]
+        await self._prepare(self.peer_url)
+        batch = [item for item in queued if not self._skip(self.peer_url, item.cid)]
         self.echoes_suppressed += len(queued) - len(batch)
         hops = dict.fromkeys(item.hop for item in batch)
         for hop in hops:
@@ -165,14 +183,16 @@ class Gossip:
         client: PeerClient,
         backoff: Backoff,
         config: PeeringConfig,
-        echo: EchoMemory | None = None,
+        skip: Skip = _skip_nothing,
         headers: PushHeaders = _no_headers,
+        prepare: Prepare = _prepare_nothing,
     ) -> None:
         self._config = config
         self._client = client
         self._backoff = backoff
-        self.echo = echo or EchoMemory()
+        self._skip = skip
         self._headers = headers
+        self._prepare = prepare
         self._started = False
         self.lanes: dict[str, GossipLane] = {}
         for url in peer_urls:
@@ -183,7 +203,13 @@ class Gossip:
         lane = self.lanes.get(url)
         if lane is None:
             lane = GossipLane(
-                url, self._client, self._backoff, self._config, self.echo, self._headers
+                url,
+                self._client,
+                self._backoff,
+                self._config,
+                self._skip,
+                self._headers,
+                self._prepare,
             )
             self.lanes[url] = lane
             if self._started:

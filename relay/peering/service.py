@@ -64,8 +64,9 @@ class Peering:
             client,
             self.backoff,
             config,
-            self.echo,
+            self.sent_us,
             self.push_headers,
+            self._know,
         )
         self.fanout = FanOut(self.gossip, self.directory, config, self._did)
         self.learned: dict[str, str] = {}  # peer URL -> DID, learned by discovery
@@ -79,7 +80,6 @@ class Peering:
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
         self._sync_loop: asyncio.Task[None] | None = None
-        self._refresh: asyncio.Task[None] | None = None
         self._host: PeeringHost | None = None
 
     async def start(self, relay: PeeringHost) -> None:
@@ -97,11 +97,6 @@ class Peering:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
 
     async def stop(self) -> None:
-        if self._refresh is not None:
-            self._refresh.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresh
-            self._refresh = None
         if self._sync_loop is not None:
             self._sync_loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -126,16 +121,23 @@ class Peering:
         self.fanout.on_sequenced(ops, source, arrival_hop())
 
     async def ingest_push(
-        self, tokens: Sequence[object], source: str | None, hop: str | None
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
     ) -> list[IngestionResult]:
-        """POST /operations from a client (``source`` None) or a peer relay:
-        ingest with the push's hop in context, then remember how pending ops
-        arrived (routed when sequenced) and forward hop-"1" ops we had."""
+        """POST /operations from a client (no sender) or a relay naming its
+        DID. A DID that maps to a peer makes that peer the source (nothing
+        goes back to it) and its hop routes the ops; an unknown DID is a
+        client, but what it sent is remembered under the DID so nothing goes
+        back to it either once we learn its URL. Pending ops remember how
+        they arrived (routed when sequenced); hop-"1" duplicates are
+        forwarded still."""
         host = self._host
         if host is None:
             raise RuntimeError("peering is not started")
+        source = await self.peer_url_of(sender_did) if sender_did else None
         with arriving_with(hop if source is not None else None):
             results = await host.ingest(tokens, source)
+        if source is None and sender_did:
+            self.echo.note(sender_did, (r.cid for r in results if r.cid))
         again: list[Routed] = []
         for token, result in zip(tokens, results, strict=True):
             if result.reason is not None and result.reason.is_dependency and result.cid:
@@ -155,15 +157,26 @@ class Peering:
         self.echo.note(source, cids)
 
     def sent_us(self, peer_url: str, cid: str) -> bool:
-        return self.echo.sent_us(peer_url, cid)
+        """Did ``peer_url`` send us this op (under its URL, or under its DID
+        while we did not know the URL yet)?"""
+        if self.echo.sent_us(peer_url, cid):
+            return True
+        did = self.directory.did_of(peer_url)
+        return did is not None and self.echo.sent_us(did, cid)
 
-    def peer_url_of(self, relay_did: str) -> str | None:
-        """The peer URL a pushing relay's DID maps to (None: not a known peer)."""
+    async def peer_url_of(self, relay_did: str) -> str | None:
+        """The peer URL a pushing relay's DID maps to (None: not a known peer).
+        A DID we cannot place may be a peer not resolved yet (say, both just
+        started): those are read first, at most once per retry interval."""
         url = self.directory.url_of(relay_did)
         if url is None and self.directory.unresolved():
-            # a peer we have not resolved yet: learn it for the next push
-            self._spawn_refresh()
+            await self.directory.resolve_if_due(self.directory.unresolved())
+            url = self.directory.url_of(relay_did)
         return url
+
+    async def _know(self, peer_url: str) -> None:
+        """Before a push: learn the peer's DID if we can (echoes by DID)."""
+        await self.directory.resolve_if_due([peer_url])
 
     def push_headers(self) -> Mapping[str, str]:
         did = self._did()
@@ -181,12 +194,6 @@ class Peering:
     def _did(self) -> str | None:
         did = getattr(self._host, "did", None) if self._host is not None else None
         return did if isinstance(did, str) else None
-
-    def _spawn_refresh(self) -> None:
-        if self._refresh is None or self._refresh.done():
-            self._refresh = asyncio.create_task(
-                self.directory.refresh(self.directory.unresolved()), name="peer directory resolve"
-            )
 
     async def _discover(self) -> None:
         me = self._did()
