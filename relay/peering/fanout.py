@@ -29,7 +29,9 @@ listener signature stays (ops, source).
 Routing is per op, by how *that op* arrived: an op that waited for a
 dependency is sequenced later inside some other batch (perhaps a hop-"2"
 push, which forwards nothing), so ``Arrivals`` remembers (bounded) how each
-pushed op that went pending arrived, and the listener routes it by that.
+pushed op arrived, and the listener routes it by that. It is written before
+the ingest (a concurrent push may sequence the op before ours returns) and
+kept afterwards only for the ops that went pending.
 A coordinator also forwards a hop-"1" op it already had (``duplicate``):
 its share relies on it, whatever path brought the op here first.
 """
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -88,25 +91,31 @@ Arrival = tuple[str | None, str | None]  # (source peer URL, hop)
 
 
 class Arrivals:
-    """How pushed ops that went pending arrived, by CID; the oldest are
-    forgotten past ``limit`` (such an op is then routed by the batch that
-    sequences it, and reconciliation covers any gap)."""
+    """How pushed ops arrived, by a digest of the token (its CID is not
+    known before the ingest decodes it); the oldest are forgotten past
+    ``limit`` (such an op is then routed by the batch that sequences it, and
+    reconciliation covers any gap)."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._by_cid: dict[str, Arrival] = {}
+        self._by_token: dict[bytes, Arrival] = {}
 
-    def remember(self, cid: str, arrival: Arrival) -> None:
-        self._by_cid.pop(cid, None)
-        self._by_cid[cid] = arrival
-        while len(self._by_cid) > self._limit:
-            del self._by_cid[next(iter(self._by_cid))]
+    @staticmethod
+    def _key(token: str) -> bytes:
+        return hashlib.blake2b(token.encode("utf-8", "replace"), digest_size=16).digest()
 
-    def pop(self, cid: str) -> Arrival | None:
-        return self._by_cid.pop(cid, None)
+    def remember(self, token: str, arrival: Arrival) -> None:
+        key = self._key(token)
+        self._by_token.pop(key, None)
+        self._by_token[key] = arrival
+        while len(self._by_token) > self._limit:
+            del self._by_token[next(iter(self._by_token))]
+
+    def pop(self, token: str) -> Arrival | None:
+        return self._by_token.pop(self._key(token), None) if self._by_token else None
 
     def __len__(self) -> int:
-        return len(self._by_cid)
+        return len(self._by_token)
 
 
 def _out(op: Routed, hop: str | None) -> Outgoing:
@@ -141,7 +150,7 @@ class FanOut:
         """Route each op by how it arrived (``Arrivals``), else by its batch."""
         groups: dict[Arrival, list[Routed]] = defaultdict(list)
         for op in ops:
-            arrival = self.arrivals.pop(op.cid) if len(self.arrivals) else None
+            arrival = self.arrivals.pop(op.jws_token)
             groups[arrival or (source, hop)].append(Routed.of(op))
         for (op_source, op_hop), group in groups.items():
             self.route(group, op_source, op_hop)

@@ -116,8 +116,8 @@ class Peering:
     async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None:
         """Ingest listener: route every new op to gossip peers (``fanout``),
         never back to ``source``."""
-        if source is not None:
-            self.echo.note(source, (op.cid for op in ops))
+        # No echo note here: a batch also sequences ops that were pending
+        # from other peers; ``Relay.ingest`` notes the batch's own results.
         self.fanout.on_sequenced(ops, source, arrival_hop())
 
     async def ingest_push(
@@ -134,17 +134,23 @@ class Peering:
         if host is None:
             raise RuntimeError("peering is not started")
         source = await self.peer_url_of(sender_did) if sender_did else None
-        with arriving_with(hop if source is not None else None):
+        arrival = (source, hop if source is not None else None)
+        for text in tokens:
+            if isinstance(text, str):
+                self.fanout.arrivals.remember(text, arrival)
+        with arriving_with(arrival[1]):
             results = await host.ingest(tokens, source)
         if source is None and sender_did:
             self.echo.note(sender_did, (r.cid for r in results if r.cid))
         again: list[Routed] = []
         for token, result in zip(tokens, results, strict=True):
-            if result.reason is not None and result.reason.is_dependency and result.cid:
-                self.fanout.arrivals.remember(result.cid, (source, hop))
-            elif (
+            if not isinstance(token, str):
+                continue
+            if result.reason is None or not result.reason.is_dependency:
+                self.fanout.arrivals.pop(token)  # routed already, or never will be
+            if (
                 result.status is Status.DUPLICATE and source and hop == HOP_TO_COORDINATOR
-                and isinstance(token, str) and result.chain_id
+                and result.chain_id
             ):  # fmt: skip
                 again.append(Routed(result.cid, token, result.chain_id))
         if source is not None:
