@@ -211,8 +211,14 @@ class PeerClient(Protocol):
         ``scope=`` query value)."""
         ...
 
-    async def submit_operations(self, peer_url: str, operations: Sequence[str]) -> None:
-        """POST /operations (at most 100 tokens)."""
+    async def submit_operations(
+        self,
+        peer_url: str,
+        operations: Sequence[str],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """POST /operations (at most 100 tokens); ``headers`` carry the relay
+        push headers below (sender, hop)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -227,3 +233,15 @@ LOCAL_ONLY_HEADER = "x-dfos-local-only"
 # page: our relays also send this header and field so a follower can tell.
 UNKNOWN_CURSOR_HEADER = "X-DFOS-Cursor"
 UNKNOWN_CURSOR_FIELD = "cursorUnknown"
+
+# Additive to v0.7.1 (which ignores unknown headers): a relay pushing to a
+# peer's POST /operations names itself by its relay DID, so the receiver
+# can resolve it to a configured peer and never push those ops back to it.
+# The receiver trusts it for nothing else: the ops are verified as usual.
+RELAY_SENDER_HEADER = "dfos-relay-sender"
+# Rendezvous fan-out: "1" pushed by the origin to a coordinator, "2"
+# forwarded by a coordinator (not forwarded again); absent: a plain client
+# or v0.7.1 push.
+FANOUT_HOP_HEADER = "dfos-relay-hop"
+HOP_TO_COORDINATOR = "1"
+HOP_FORWARDED = "2"

@@ -14,7 +14,7 @@ log (the caller logs once, with the peer URL, when it decides what to do).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,17 +103,36 @@ class HttpPeerClient:
             raise PeerBadStatus(peer_url, status, _error_text(data))
         return parse_log_page(peer_url, data, limit)
 
-    async def submit_operations(self, peer_url: str, operations: Sequence[str]) -> None:
+    async def submit_operations(
+        self,
+        peer_url: str,
+        operations: Sequence[str],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         if not 1 <= len(operations) <= MAX_SUBMIT_OPERATIONS:
             raise ValueError(f"submit 1..{MAX_SUBMIT_OPERATIONS} operations, not {len(operations)}")
         status, data = await self._request(
-            "POST", peer_url, "/operations", json_body={"operations": list(operations)}
+            "POST",
+            peer_url,
+            "/operations",
+            json_body={"operations": list(operations)},
+            headers=dict(headers) if headers else None,
         )
         if status != 200:
             raise PeerBadStatus(peer_url, status, _error_text(data))
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(operations):
             raise PeerMalformedPage(peer_url, "POST /operations answer lacks one result per op")
+
+    async def get_well_known(self, peer_url: str) -> dict[str, Any]:
+        """The peer's ``/.well-known/dfos-relay`` document (shape: a JSON
+        object; its fields are the caller's to check)."""
+        status, data = await self._request("GET", peer_url, "/.well-known/dfos-relay")
+        if status != 200:
+            raise PeerBadStatus(peer_url, status, _error_text(data))
+        if not isinstance(data, dict):
+            raise PeerMalformedPage(peer_url, "well-known document is not a JSON object")
+        return data
 
     # -- plumbing -----------------------------------------------------------------
     async def _chain_log(

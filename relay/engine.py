@@ -187,7 +187,24 @@ class Relay:
         await self.bans.refresh_if_stale()  # bans made by other workers
         results = await self.ingestor.ingest(tokens, source)
         self.metrics.record_ingestion(results)
+        if source is not None and self.peering is not None:
+            # echo suppression: pending and duplicate ops count, not only new ones
+            self.peering.note_received(source, (r.cid for r in results if r.cid))
         return results
+
+    async def ingest_pushed(
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """POST /operations with its relay push headers (sender DID, fan-out
+        hop); peering decides what they mean (``PeeringService.ingest_push``)."""
+        peering = self.peering
+        if peering is None or not self.started:
+            return await self.ingest(tokens)
+        return await peering.ingest_push(tokens, sender_did, hop)
+
+    def advertised_peers(self) -> list[dict[str, str]]:
+        """The well-known document's ``peers`` entry (additive)."""
+        return [] if self.peering is None else self.peering.advertised_peers()
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         """After a local miss, try the read-through peers; True if now known."""
@@ -218,9 +235,13 @@ class Relay:
         lack and push what it lacks), over ``scope`` only if given; failures
         are in ``report.error``."""
         client = self._reconcile_client()
+        peer = peer_url.rstrip("/")
+        peering = self.peering
         report = await reconcile(
-            self, self.sync_index, client, peer_url.rstrip("/"),
+            self, self.sync_index, client, peer,
             direction=direction, window=window, bounds=bounds, scope=scope,
+            skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
+            push_headers=peering.push_headers() if peering else None,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

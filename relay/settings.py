@@ -50,6 +50,9 @@ from relay.ingest.policy import (
 from relay.limits import Network, RateLimit, parse_rate_limit, parse_trusted_proxies
 from relay.observability.logging import DEFAULT_LOG_LEVEL, LOG_LEVELS
 from relay.peering.config import (
+    DIRECTORY_REFRESH_S,
+    FANOUT_DIRECT_MAX,
+    PEER_DISCOVERY_MAX,
     RECONCILE_FULL_EVERY,
     RECONCILE_INTERVAL_S,
     RECONCILE_WINDOW_S,
@@ -127,6 +130,10 @@ class ServeSettings:
     @property
     def mirrored_scope(self) -> Scope | None:
         return self.scope or self.scope_file
+    fanout_direct_max: int = FANOUT_DIRECT_MAX
+    peer_discovery: bool = False
+    peer_discovery_max: int = PEER_DISCOVERY_MAX
+    peer_refresh_s: float = DIRECTORY_REFRESH_S
 
     def write_gate_policy(self) -> WritePolicy | None:
         lists = (self.allow_dids, self.deny_dids, self.allow_kinds, self.deny_kinds)
@@ -167,6 +174,10 @@ class ServeSettings:
             reconcile_window_s=self.reconcile_window_s,
             reconcile_full_every=self.reconcile_full_every,
             scope=self.mirrored_scope,
+            fanout_direct_max=self.fanout_direct_max,
+            peer_discovery=self.peer_discovery,
+            peer_discovery_max=self.peer_discovery_max,
+            directory_refresh_s=self.peer_refresh_s,
         )
 
 
@@ -638,6 +649,24 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "deny_kinds", "--deny-kind", "DENY_KINDS", "list", _kinds,
         "refuse ops of this kind, repeatable", "KIND",
+    ),
+    Option(
+        "fanout_direct_max", "--fanout-direct-max", "FANOUT_DIRECT_MAX", "value", _int_in(0),
+        f"up to this many gossip peers, push every op to each; above, rendezvous fan-out"
+        f" (default {FANOUT_DIRECT_MAX})", "N",
+    ),
+    Option(
+        "peer_discovery", "--peer-discovery", "PEER_DISCOVERY", "flag", _bool,
+        "learn the peers our peers advertise (well-known 'peers') as gossip peers",
+    ),
+    Option(
+        "peer_discovery_max", "--peer-discovery-max", "PEER_DISCOVERY_MAX", "value", _int_in(0),
+        f"at most this many learned peers (default {PEER_DISCOVERY_MAX})", "N",
+    ),
+    Option(
+        "peer_refresh_s", "--peer-refresh", "PEER_REFRESH", "value", parse_duration,
+        f"re-read peers' well-known documents (DID, peers) this often"
+        f" (default {DIRECTORY_REFRESH_S:g}s)", "DURATION",
     ),
 )  # fmt: skip
 

@@ -14,7 +14,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from peer.base import LOCAL_ONLY_HEADER, UNKNOWN_CURSOR_FIELD, UNKNOWN_CURSOR_HEADER
+from peer.base import (
+    FANOUT_HOP_HEADER,
+    LOCAL_ONLY_HEADER,
+    RELAY_SENDER_HEADER,
+    UNKNOWN_CURSOR_FIELD,
+    UNKNOWN_CURSOR_HEADER,
+)
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
 from relay.scope.pages import scoped_log_page
@@ -41,6 +47,7 @@ async def well_known(request: Request) -> JSONResponse:
             # additive to v0.7.1
             "changesFeed": await relay.feed.describe(),
             "sync": relay.describe_sync(),
+            "peers": relay.advertised_peers(),
         }
     )
 
@@ -72,7 +79,9 @@ async def post_operations(request: Request) -> JSONResponse:
     relay = relay_of(request)
     body = await read_body_capped(request, relay.config.max_body_bytes)
     tokens = parse_operations_body(body)
-    results = await relay.ingest(tokens)
+    # a relay's push names the relay (echo suppression, fan-out); a client's does not
+    sender = request.headers.get(RELAY_SENDER_HEADER)
+    results = await relay.ingest_pushed(tokens, sender, request.headers.get(FANOUT_HOP_HEADER))
     return JSONResponse({"results": [wire.ingestion_result(r) for r in results]})
 
 

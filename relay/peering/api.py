@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from relay.rules.outcomes import SequencedOp
+from relay.rules.outcomes import IngestionResult, SequencedOp
 
 from .host import PeeringHost
 from .link_view import LinkView
@@ -44,3 +44,16 @@ class PeeringService(Protocol):
         ...
 
     async def resume(self, url: str, directions: Sequence[str] = ("in", "out")) -> None: ...
+
+    # the push side (issue 15): sender resolution, echo suppression, fan-out hops
+    async def ingest_push(
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """Ingest a POST /operations: ``sender_did`` and ``hop`` are its relay
+        push headers (absent: a client push)."""
+        ...
+
+    def note_received(self, source: str, cids: Iterable[str]) -> None: ...
+    def sent_us(self, peer_url: str, cid: str) -> bool: ...
+    def push_headers(self) -> Mapping[str, str]: ...
+    def advertised_peers(self) -> list[dict[str, str]]: ...

@@ -19,6 +19,11 @@ READ_THROUGH_PAGE_LIMIT = 1000
 RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
 RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
 RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
+FANOUT_DIRECT_MAX = 4  # up to this many gossip peers: push every op to each (no rendezvous)
+FANOUT_FORWARD_QUEUE_MAX = 10_000  # ops waiting at a coordinator to be forwarded
+ECHO_MEMORY_PER_PEER = 20_000  # op CIDs remembered per peer for echo suppression
+DIRECTORY_REFRESH_S = 300.0  # re-read peers' well-known documents (DID, peers)
+PEER_DISCOVERY_MAX = 64  # learned peers-of-peers, at most
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 60.0
 
@@ -41,6 +46,12 @@ class PeeringConfig:
     reconcile_window_s: float = RECONCILE_WINDOW_S
     reconcile_full_every: int = RECONCILE_FULL_EVERY
     scope: Scope | None = None  # pull only this scope (and its closure) from peers
+    fanout_direct_max: int = FANOUT_DIRECT_MAX
+    fanout_forward_queue_max: int = FANOUT_FORWARD_QUEUE_MAX
+    echo_memory_per_peer: int = ECHO_MEMORY_PER_PEER
+    directory_refresh_s: float = DIRECTORY_REFRESH_S
+    peer_discovery: bool = False  # opt-in: learn peers of peers as gossip peers
+    peer_discovery_max: int = PEER_DISCOVERY_MAX
 
     def __post_init__(self) -> None:
         if not 1 <= self.gossip_batch <= GOSSIP_BATCH:
@@ -51,6 +62,12 @@ class PeeringConfig:
             raise ValueError("reconcile_interval_s must be positive")
         if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:
             raise ValueError("reconcile_window_s must be positive, reconcile_full_every >= 1")
+        if self.fanout_direct_max < 0 or self.peer_discovery_max < 0:
+            raise ValueError("fanout_direct_max and peer_discovery_max must be >= 0")
+        if self.echo_memory_per_peer < 1 or self.fanout_forward_queue_max < 1:
+            raise ValueError("echo_memory_per_peer and fanout_forward_queue_max must be >= 1")
+        if self.directory_refresh_s <= 0:
+            raise ValueError("directory_refresh_s must be positive")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PeeringConfig:

@@ -8,9 +8,12 @@ is logged with the peer URL. Workers push batches of at most 100 through
 ``PeerClient.submit_operations`` and retry a failed batch with the peer's
 backoff, up to a bounded number of attempts.
 
-An op is never offered back to the peer it came from (``source``). Ops a
-peer pushed to us via POST /operations arrive without a source and may echo
-once; the peer answers ``duplicate`` and does not re-gossip, so it stops.
+An op is never offered back to the peer it came from (``source``), and a
+lane drops, when it sends a batch, every op ``skip`` says its peer sent us
+by any path (``Peering.sent_us``, over ``relay.peering.echo``). Every push names this relay
+in ``RELAY_SENDER_HEADER`` (so the receiver resolves it to a peer, not a
+client) and carries the item's fan-out hop in ``FANOUT_HOP_HEADER``; a batch
+mixing hops goes out as one POST per hop.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from peer.base import PeerClient, PeerError
+from peer.base import FANOUT_HOP_HEADER, PeerClient, PeerError
 
 from .backoff import Backoff
 from .config import PeeringConfig
@@ -39,37 +43,82 @@ class LaneWatcher(Protocol):
     async def failed(self, url: str, error: BaseException) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One op queued for one peer; ``hop`` is the fan-out hop header value
+    (``None``: a plain push, as a v0.7.1 relay gossips)."""
+
+    cid: str
+    jws_token: str
+    hop: str | None = None
+
+
+# The headers every push carries (the sender's DID, once it is known).
+PushHeaders = Callable[[], Mapping[str, str]]
+
+
+# (peer URL, op CID) -> True when the op is not to be pushed to that peer.
+Skip = Callable[[str, str], bool]
+
+
+# Awaited before each batch is filtered and sent (learn the peer's DID).
+Prepare = Callable[[str], Awaitable[None]]
+
+
+def _no_headers() -> Mapping[str, str]:
+    return {}
+
+
+async def _prepare_nothing(peer_url: str) -> None:
+    return None
+
+
+def _skip_nothing(peer_url: str, cid: str) -> bool:
+    return False
+
+
 class GossipLane:
     """The queue and worker for one gossip peer."""
 
     def __init__(
-        self, peer_url: str, client: PeerClient, backoff: Backoff, config: PeeringConfig
+        self,
+        peer_url: str,
+        client: PeerClient,
+        backoff: Backoff,
+        config: PeeringConfig,
+        skip: Skip = _skip_nothing,
+        headers: PushHeaders = _no_headers,
+        prepare: Prepare = _prepare_nothing,
     ) -> None:
         self.peer_url = peer_url
         self._client = client
         self._backoff = backoff
         self._config = config
-        self._queue: asyncio.Queue[str] = asyncio.Queue(maxsize=config.gossip_queue_max)
+        self._skip = skip
+        self._headers = headers
+        self._prepare = prepare
+        self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=config.gossip_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
         self.delivered = 0
         self.watcher: LaneWatcher | None = None  # set by the peering service
+        self.echoes_suppressed = 0  # ops not sent because the peer sent them to us
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"gossip {self.peer_url}")
 
-    def offer(self, tokens: Iterable[str]) -> None:
+    def offer(self, items: Iterable[Outgoing]) -> None:
         dropped = 0
         queued: list[str] = []
         lost: list[str] = []
-        for token in tokens:
+        for item in items:
             try:
-                self._queue.put_nowait(token)
-                queued.append(token)
+                self._queue.put_nowait(item)
+                queued.append(item.jws_token)
             except asyncio.QueueFull:
                 dropped += 1
-                lost.append(token)
+                lost.append(item.jws_token)
         if self.watcher is not None:
             self.watcher.queued(self.peer_url, queued)
             if lost:
@@ -113,15 +162,31 @@ class GossipLane:
                 for _ in batch:
                     self._queue.task_done()
 
-    async def _deliver(self, batch: list[str]) -> None:
+    async def _deliver(self, queued: list[Outgoing]) -> None:
         if self.watcher is not None:
             await self.watcher.before_delivery(self.peer_url)  # a paused out-link waits
+        await self._prepare(self.peer_url)
+        batch = [item for item in queued if not self._skip(self.peer_url, item.cid)]
+        self.echoes_suppressed += len(queued) - len(batch)
+        if self.watcher is not None and len(batch) < len(queued):
+            # deliberately not pushed (the peer sent them to us): past the watermark too
+            kept = {id(item) for item in batch}
+            skipped = [item.jws_token for item in queued if id(item) not in kept]
+            await self.watcher.delivered(self.peer_url, skipped)
+        hops = dict.fromkeys(item.hop for item in batch)
+        for hop in hops:
+            await self._deliver_hop([i.jws_token for i in batch if i.hop == hop], hop)
+
+    async def _deliver_hop(self, batch: list[str], hop: str | None) -> None:
+        headers = dict(self._headers())
+        if hop is not None:
+            headers[FANOUT_HOP_HEADER] = hop
         for attempt in range(1, self._config.gossip_max_attempts + 1):
             wait = self._backoff.delay(self.peer_url)
             if wait:
                 await asyncio.sleep(wait)
             try:
-                await self._client.submit_operations(self.peer_url, batch)
+                await self._client.submit_operations(self.peer_url, batch, headers)
             except PeerError as exc:
                 self._backoff.failure(self.peer_url, f"gossip (attempt {attempt})", exc)
                 if self.watcher is not None:
@@ -143,24 +208,66 @@ class GossipLane:
 
 
 class Gossip:
-    """Gossip lanes for every gossip peer."""
+    """Gossip lanes for every gossip peer (configured, or learned by discovery)."""
 
     def __init__(
-        self, peer_urls: Iterable[str], client: PeerClient, backoff: Backoff, config: PeeringConfig
+        self,
+        peer_urls: Iterable[str],
+        client: PeerClient,
+        backoff: Backoff,
+        config: PeeringConfig,
+        skip: Skip = _skip_nothing,
+        headers: PushHeaders = _no_headers,
+        prepare: Prepare = _prepare_nothing,
     ) -> None:
         self._config = config
-        self.lanes = {url: GossipLane(url, client, backoff, config) for url in peer_urls}
+        self._client = client
+        self._backoff = backoff
+        self._skip = skip
+        self._headers = headers
+        self._prepare = prepare
+        self._started = False
+        self.lanes: dict[str, GossipLane] = {}
+        for url in peer_urls:
+            self.add_lane(url)
+
+    def add_lane(self, url: str) -> GossipLane:
+        """A lane for ``url`` (started at once if gossip is running)."""
+        lane = self.lanes.get(url)
+        if lane is None:
+            lane = GossipLane(
+                url,
+                self._client,
+                self._backoff,
+                self._config,
+                self._skip,
+                self._headers,
+                self._prepare,
+            )
+            self.lanes[url] = lane
+            if self._started:
+                lane.start()
+        return lane
 
     def start(self) -> None:
+        self._started = True
         for lane in self.lanes.values():
             lane.start()
 
-    def offer(self, tokens: list[str], source: str | None) -> None:
+    def offer(self, items: list[Outgoing], source: str | None) -> None:
+        """Every lane but ``source``'s (flooding, as a v0.7.1 relay gossips)."""
         for url, lane in self.lanes.items():
             if url != source:
-                lane.offer(tokens)
+                lane.offer(items)
+
+    def send(self, url: str, items: list[Outgoing]) -> None:
+        """``url``'s lane only (rendezvous routing); no lane, nothing sent."""
+        lane = self.lanes.get(url)
+        if lane is not None and items:
+            lane.offer(items)
 
     async def stop(self) -> None:
+        self._started = False
         await asyncio.gather(
             *(lane.stop(self._config.gossip_flush_timeout_s) for lane in self.lanes.values())
         )

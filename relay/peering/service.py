@@ -15,17 +15,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from peer.base import PeerClient, PeerConfig, parse_peer_configs
-from relay.rules.outcomes import SequencedOp
+from peer.base import (
+    HOP_TO_COORDINATOR,
+    RELAY_SENDER_HEADER,
+    PeerClient,
+    PeerConfig,
+    parse_peer_configs,
+)
+from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import FULL_SCOPE
 
 from .api import PeerState
 from .backoff import Backoff
 from .config import PeeringConfig
-from .gossip import Gossip
+from .directory import Advertised, PeerDirectory
+from .discovery import learn_peers
+from .echo import EchoMemory
+from .fanout import FanOut, Routed, arrival_hop, arriving_with
+from .gossip import Gossip, Outgoing
 from .host import PeeringHost
 from .ledger import DIRECTIONS, LinkLedger
 from .link_view import LinkView, link_view
@@ -54,7 +64,21 @@ class Peering:
         self.client = client
         self._owns_client = owns_client
         self.backoff = Backoff(config.backoff_base_s, config.backoff_max_s)
-        self.gossip = Gossip([p.url for p in peers if p.gossip], client, self.backoff, config)
+        self.echo = EchoMemory(config.echo_memory_per_peer)
+        self.directory = PeerDirectory([p.url for p in peers], client, config.directory_refresh_s)
+        self.gossip = Gossip(
+            [p.url for p in peers if p.gossip],
+            client,
+            self.backoff,
+            config,
+            self.sent_us,
+            self.push_headers,
+            self._know,
+        )
+        self.fanout = FanOut(self.gossip, self.directory, config, self._did)
+        self.learned: dict[str, str] = {}  # peer URL -> DID, learned by discovery
+        if config.peer_discovery:
+            self.directory.on_refreshed.append(self._discover)
         self.reads = ReadThrough(
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
@@ -79,6 +103,8 @@ class Peering:
         self.reads.start(relay)
         self.sync.start(relay)
         self.gossip.start()
+        self.fanout.start()
+        self.directory.start()
         self.live.start(relay)
         if isinstance(relay, ReconcilingHost):
             self.repair.start(relay)
@@ -94,6 +120,8 @@ class Peering:
             self._sync_loop = None
         await self.repair.stop()
         await self.live.stop()
+        await self.directory.stop()
+        await self.fanout.stop()
         await self.gossip.stop()
         await self.reads.stop()
         self.sync.stop()
@@ -103,10 +131,107 @@ class Peering:
             await self.client.aclose()
 
     async def on_sequenced(self, ops: Sequence[SequencedOp], source: str | None) -> None:
-        """Ingest listener: offer every new op to the gossip peers but ``source``."""
+        """Ingest listener: route every new op to gossip peers (``fanout``),
+        never back to ``source``; the out-links' watermarks follow."""
+        # No echo note here: a batch also sequences ops that were pending
+        # from other peers; ``Relay.ingest`` notes the batch's own results.
         self.out_links.offered(ops)
-        self.gossip.offer([op.jws_token for op in ops], source)
+        self.fanout.on_sequenced(ops, source, arrival_hop())
         self.out_links.offer_done(list(self.gossip.lanes))
+
+    async def ingest_push(
+        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+    ) -> list[IngestionResult]:
+        """POST /operations from a client (no sender) or a relay naming its
+        DID. A DID that maps to a peer makes that peer the source (nothing
+        goes back to it) and its hop routes the ops; an unknown DID is a
+        client, but what it sent is remembered under the DID so nothing goes
+        back to it either once we learn its URL. Pending ops remember how
+        they arrived (routed when sequenced); hop-"1" duplicates are
+        forwarded still."""
+        host = self._host
+        if host is None:
+            raise RuntimeError("peering is not started")
+        source = await self.peer_url_of(sender_did) if sender_did else None
+        arrival = (source, hop if source is not None else None)
+        for text in tokens:
+            if isinstance(text, str):
+                self.fanout.arrivals.remember(text, arrival)
+        with arriving_with(arrival[1]):
+            results = await host.ingest(tokens, source)
+        if source is None and sender_did:
+            self.echo.note(sender_did, (r.cid for r in results if r.cid))
+        again: list[Routed] = []
+        for token, result in zip(tokens, results, strict=True):
+            if not isinstance(token, str):
+                continue
+            if result.reason is None or not result.reason.is_dependency:
+                self.fanout.arrivals.pop(token)  # routed already, or never will be
+            if (
+                result.status is Status.DUPLICATE and source and hop == HOP_TO_COORDINATOR
+                and result.chain_id
+            ):  # fmt: skip
+                again.append(Routed(result.cid, token, result.chain_id))
+        if source is not None:
+            self.fanout.forward_again(source, again)
+        return results
+
+    # the push side: who is pushing, and what not to push back -------------------
+    def note_received(self, source: str, cids: Iterable[str]) -> None:
+        """``source`` sent us these ops (sequenced, pending or duplicate)."""
+        self.echo.note(source, cids)
+
+    def sent_us(self, peer_url: str, cid: str) -> bool:
+        """Did ``peer_url`` send us this op (under its URL, or under its DID
+        while we did not know the URL yet)?"""
+        if self.echo.sent_us(peer_url, cid):
+            return True
+        did = self.directory.did_of(peer_url)
+        return did is not None and self.echo.sent_us(did, cid)
+
+    async def peer_url_of(self, relay_did: str) -> str | None:
+        """The peer URL a pushing relay's DID maps to (None: not a known peer).
+        A DID we cannot place may be a peer not resolved yet (say, both just
+        started): those are read first, at most once per retry interval."""
+        url = self.directory.url_of(relay_did)
+        if url is None and self.directory.unresolved():
+            await self.directory.resolve_if_due(self.directory.unresolved())
+            url = self.directory.url_of(relay_did)
+        return url
+
+    async def _know(self, peer_url: str) -> None:
+        """Before a push: learn the peer's DID if we can (echoes by DID)."""
+        await self.directory.resolve_if_due([peer_url])
+
+    def push_headers(self) -> Mapping[str, str]:
+        did = self._did()
+        return {RELAY_SENDER_HEADER: did} if did else {}
+
+    def advertised_peers(self) -> list[dict[str, str]]:
+        """The well-known ``peers``: every gossip peer, with its DID when known."""
+        return [Advertised(url, self.directory.did_of(url)).as_json() for url in self.gossip.lanes]
+
+    async def flushed(self) -> None:
+        """Until forwards and gossip queues are drained (tests, benchmarks)."""
+        await self.fanout.flushed()
+        await self.gossip.flushed()
+
+    def _did(self) -> str | None:
+        did = getattr(self._host, "did", None) if self._host is not None else None
+        return did if isinstance(did, str) else None
+
+    async def _discover(self) -> None:
+        me = self._did()
+        if me is None:
+            return
+        configured = [p.url for p in self.peers]
+        room = self.config.peer_discovery_max - len(self.learned)
+        for entry in learn_peers(self.directory, configured, me, room):
+            assert entry.did is not None
+            self.learned[entry.url] = entry.did
+            self.directory.add(entry.url, entry.did)
+            self.gossip.add_lane(entry.url).watcher = self.out_links
+            log.info("discovery: learned peer %s (%s)", entry.url, entry.did)
 
     async def read_through(self, kind: Literal["identity", "content"], chain_id: str) -> bool:
         return await self.reads.read_through(kind, chain_id)
@@ -172,11 +297,11 @@ class Peering:
         if not isinstance(did, str) or not self.gossip.lanes:
             return
         page = await relay.store.read_chain_log(did, None, 100)
-        tokens = [e.jws_token for e in page.entries]
+        items = [Outgoing(e.cid, e.jws_token) for e in page.entries]
         profile = getattr(relay, "profile_token", None)
-        if isinstance(profile, str) and profile not in tokens:
-            tokens.append(profile)
-        self.gossip.offer(tokens, None)
+        if isinstance(profile, str) and profile not in {i.jws_token for i in items}:
+            items.append(Outgoing("", profile))  # no CID at hand: never echo-matched
+        self.fanout.broadcast(items)
 
 
 def build_peering(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -125,9 +125,14 @@ async def reconcile(
     window: Window | None = None,
     bounds: ReconcileBounds | None = None,
     scope: Scope | None = None,
+    skip_push: Callable[[str], bool] | None = None,
+    push_headers: Mapping[str, str] | None = None,
 ) -> ReconcileReport:
     """One run against ``peer_url``; failures are in ``report.error``.
-    With ``scope``, both sides reconcile that scope's effective items only."""
+
+    With ``scope``, both sides reconcile that scope's effective items only.
+    ``skip_push(cid)`` true: not pushed (the peer sent it to us: echo
+    suppression); ``push_headers`` go on every push (the sender header)."""
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
@@ -140,7 +145,7 @@ async def reconcile(
             if direction in ("pull", "both") and need:
                 await _pull(host, client, report, need)
             if direction in ("push", "both") and have:
-                await _push(host, client, report, have)
+                await _push(host, client, report, have, skip_push, push_headers)
     except TimeoutError:
         report.error = f"deadline of {bounds.deadline_s:g}s passed"
     except ReconcileAborted as exc:
@@ -234,14 +239,21 @@ async def _pull(
 
 
 async def _push(
-    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, have: list[bytes]
+    host: ReconcileHost,
+    client: HttpSyncClient,
+    report: ReconcileReport,
+    have: list[bytes],
+    skip: Callable[[str], bool] | None,
+    headers: Mapping[str, str] | None,
 ) -> None:
     cids = [cid_from_id(i) for i in have]
+    if skip is not None:
+        cids = [cid for cid in cids if not skip(cid)]
     ops: list[OperationRecord] = []
     for at in range(0, len(cids), MAX_FETCH_CIDS):
         ops.extend((await host.store.read_operations(cids[at : at + MAX_FETCH_CIDS])).values())
     ordered = transfer_order(ops)
     for at in range(0, len(ordered), PUSH_BATCH):
         batch = [op.jws_token for op in ordered[at : at + PUSH_BATCH]]
-        await client.submit_operations(report.peer, batch)
+        await client.submit_operations(report.peer, batch, headers)
         report.pushed += len(batch)

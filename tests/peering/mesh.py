@@ -41,10 +41,23 @@ class Mesh:
         return p
 
     async def settle_gossip(self) -> None:
-        """Until every gossip queue of every relay is empty (twice: echoes)."""
+        """Until every forward and gossip queue of every relay is empty
+        (three passes: a push can cause forwards and echoes)."""
         for _ in range(3):
             for i in range(len(self.relays)):
-                await self.peering(i).gossip.flushed()
+                await self.peering(i).flushed()
+
+    async def resolve_peers(self) -> None:
+        """Every relay reads its peers' well-known documents now (DIDs and
+        advertised peers), instead of waiting for the directory task."""
+        for i in range(len(self.relays)):
+            await self.peering(i).directory.refresh()
+
+    def index_of_did(self, did: str | None) -> int | None:
+        for i, relay in enumerate(self.relays):
+            if relay.did == did:
+                return i
+        return None
 
 
 def mesh_urls(n: int) -> list[str]:
@@ -63,11 +76,13 @@ async def in_process_mesh(
     backend: str = "memory",
     config: PeeringConfig = FAST,
     peers: dict[int, list[PeerConfig]] | None = None,
+    record_posts: bool = False,
     **flags: bool,
 ) -> AsyncIterator[Mesh]:
-    """``n`` started relays; by default a full mesh with ``flags`` per peer."""
+    """``n`` started relays; by default a full mesh with ``flags`` per peer.
+    ``record_posts``: the transport keeps every POST /operations."""
     urls = mesh_urls(n)
-    transport = AsgiMeshTransport()
+    transport = AsgiMeshTransport(record_posts=record_posts)
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
         client = HttpSyncClient(http)

@@ -3,7 +3,7 @@ source, and the queue is bounded and flushed on shutdown."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from relay.testing.workload import mixed_workload
@@ -35,9 +35,11 @@ async def test_gossip_batches_hold_at_most_100_ops(tmp_path: Path) -> None:
         client = mesh.peering(0).client
         original = client.submit_operations
 
-        async def spy(peer_url: str, operations: Sequence[str]) -> None:
+        async def spy(
+            peer_url: str, operations: Sequence[str], headers: Mapping[str, str] | None = None
+        ) -> None:
             batches.append(len(operations))
-            await original(peer_url, operations)
+            await original(peer_url, operations, headers)
 
         client.submit_operations = spy  # type: ignore[method-assign]
         # one ingest call of 250 ops -> at least three pushes

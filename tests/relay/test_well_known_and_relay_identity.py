@@ -16,7 +16,7 @@ from tests.support.relay_api import get_json
 
 async def test_well_known_has_every_required_field(client: httpx.AsyncClient, relay: Relay) -> None:
     body = await get_json(client, "/.well-known/dfos-relay")
-    additive = {"changesFeed", "sync"}  # our keys beside the v0.7.1 document
+    additive = {"changesFeed", "sync", "peers"}  # our keys beside the v0.7.1 document
     assert {k: v for k, v in body.items() if k not in additive} == {
         "did": relay.did,
         "protocol": PROTOCOL_NAME,

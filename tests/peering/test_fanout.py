@@ -1,0 +1,128 @@
+"""Rendezvous fan-out in a mesh of real relays (memory store, in-process
+ASGI transport): an origin pushes each op to its few coordinators, they
+forward to their shares, every relay gets every op; with a coordinator down,
+reconciliation repairs what its shares missed; discovery learns the mesh."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from peer import PeerConfig
+from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
+from relay.testing.workload import mixed_workload
+from tests.peering.mesh import (
+    FAST,
+    assert_converged,
+    global_log,
+    in_process_mesh,
+    mesh_urls,
+    post_all,
+)
+from tests.support.relay_api import PAST_MS
+
+N = 9  # P = 8 gossip peers each: k = 3 coordinators per op
+RENDEZVOUS = replace(FAST, fanout_direct_max=4)
+GOSSIP_ONLY = {"gossip": True, "read_through": False, "sync": False}
+
+
+async def test_every_relay_gets_every_op_with_few_pushes_from_the_origin(tmp_path: Path) -> None:
+    tokens = mixed_workload(60, seed=21, now_ms=PAST_MS)
+    async with in_process_mesh(
+        tmp_path, N, config=RENDEZVOUS, record_posts=True, **GOSSIP_ONLY
+    ) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()  # the relays' own announcements
+        start = len(mesh.transport.posts)
+        await post_all(mesh.http, mesh.urls[0], tokens)
+        await mesh.settle_gossip()
+        await assert_converged(mesh)
+        origin = mesh.relays[0].did
+        posts = mesh.transport.posts[start:]
+    workload = set(tokens)
+    from_origin = Counter(t for p in posts if p.sender == origin for t in p.tokens if t in workload)
+    by_relays = Counter(t for p in posts if p.sender for t in p.tokens if t in workload)
+    peers = N - 1
+    assert set(from_origin) == workload
+    assert max(from_origin.values()) <= math.ceil(math.log2(peers)) + 1
+    assert max(from_origin.values()) == 3  # k = ceil(log2 8)
+    # no flooding: each peer received each op about once (coordinator or share)
+    assert max(by_relays.values()) <= peers
+    hops = {(p.sender == origin, p.hop) for p in posts if p.sender and set(p.tokens) & workload}
+    assert hops == {(True, HOP_TO_COORDINATOR), (False, HOP_FORWARDED)}
+
+
+async def test_direct_push_below_the_threshold_floods_as_before(tmp_path: Path) -> None:
+    tokens = mixed_workload(30, seed=22, now_ms=PAST_MS)
+    direct = replace(FAST, fanout_direct_max=1000)
+    async with in_process_mesh(
+        tmp_path, 6, config=direct, record_posts=True, **GOSSIP_ONLY
+    ) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        start = len(mesh.transport.posts)
+        await post_all(mesh.http, mesh.urls[0], tokens)
+        await mesh.settle_gossip()
+        await assert_converged(mesh)
+        origin = mesh.relays[0].did
+        posts = mesh.transport.posts[start:]
+    from_origin = Counter(t for p in posts if p.sender == origin for t in p.tokens)
+    assert set(from_origin.values()) == {5}  # every peer, directly
+    assert all(p.hop is None for p in posts)
+
+
+async def test_a_coordinator_down_leaves_gaps_that_reconciliation_repairs(tmp_path: Path) -> None:
+    tokens = mixed_workload(60, seed=23, now_ms=PAST_MS)
+    async with in_process_mesh(tmp_path, N, config=RENDEZVOUS, **GOSSIP_ONLY) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        down = mesh.urls[3]
+        mesh.transport.down(down)
+        await post_all(mesh.http, mesh.urls[0], tokens)
+        await mesh.settle_gossip()
+        mesh.transport.up(down)
+        have = [{e["cid"] for e in await global_log(mesh.http, url)} for url in mesh.urls]
+        # gossip alone left holes beyond the down relay: its shares missed ops
+        others = [i for i in range(1, N) if i != 3]
+        assert any(have[i] != have[0] for i in others)
+        for i in range(1, N):
+            report = await mesh.relays[i].reconcile(mesh.urls[0])
+            assert report.ok, report.error
+        await mesh.settle_gossip()
+        await assert_converged(mesh)
+        assert mesh.peering(0).fanout.not_forwarded == 0
+
+
+async def test_discovery_learns_the_peers_of_peers_within_its_bound(tmp_path: Path) -> None:
+    urls = mesh_urls(5)
+    hub = [PeerConfig(u, **GOSSIP_ONLY) for u in urls[1:]]
+    spoke = [PeerConfig(urls[0], **GOSSIP_ONLY)]
+    peers = {0: hub, **{i: spoke for i in range(1, 5)}}
+    config = replace(RENDEZVOUS, peer_discovery=True, peer_discovery_max=2)
+    async with in_process_mesh(tmp_path, 5, config=config, peers=peers) as mesh:
+        await mesh.resolve_peers()  # the hub learns its spokes' DIDs...
+        await mesh.resolve_peers()  # ...and the spokes read them in its 'peers'
+        for i in range(1, 5):
+            learned = mesh.peering(i).learned
+            assert len(learned) == 2, learned  # bounded
+            assert urls[i] not in learned and urls[0] not in learned  # not itself, no dup
+            assert set(mesh.peering(i).gossip.lanes) == {urls[0], *learned}
+            assert set(learned.values()) <= {r.did for r in mesh.relays}
+        assert mesh.peering(0).learned == {}  # nothing new to learn
+        # the learned lanes carry gossip: an op posted to a spoke reaches all
+        tokens = mixed_workload(10, seed=24, now_ms=PAST_MS)
+        await post_all(mesh.http, urls[1], tokens)
+        await mesh.settle_gossip()
+        await assert_converged(mesh)
+
+
+async def test_the_well_known_document_advertises_gossip_peers(tmp_path: Path) -> None:
+    async with in_process_mesh(tmp_path, 3, **GOSSIP_ONLY) as mesh:
+        await mesh.resolve_peers()
+        doc = (await mesh.http.get(mesh.urls[0] + "/.well-known/dfos-relay")).json()
+    assert doc["peers"] == [
+        {"url": mesh.urls[1], "did": mesh.relays[1].did},
+        {"url": mesh.urls[2], "did": mesh.relays[2].did},
+    ]
