@@ -130,6 +130,7 @@ class ServeSettings:
     @property
     def mirrored_scope(self) -> Scope | None:
         return self.scope or self.scope_file
+
     fanout_direct_max: int = FANOUT_DIRECT_MAX
     peer_discovery: bool = False
     peer_discovery_max: int = PEER_DISCOVERY_MAX

@@ -63,6 +63,9 @@ class ReconcileRepair:
         self._tasks: list[asyncio.Task[None]] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self.last: dict[str, ReconcileReport] = {}  # the latest run per peer
+        # ops a run pulled that wait for a dependency (reconcile-only peers;
+        # live follow tracks its own): the in-link is repairing until none wait
+        self._waiting: dict[str, dict[str, str]] = {}
         self.ledger = LinkLedger()  # the peering service shares its own
         self.out_links: OutLinks | None = None
 
@@ -126,9 +129,23 @@ class ReconcileRepair:
             await self.ledger.failure(url, "in", report.error or "reconciliation failed")
             return
         await self.ledger.success(url, "in")
-        await self.ledger.settle(url)
+        if url not in self.ledger.followed and await self._still_waiting(url, report):
+            await self.ledger.set_state(url, "in", "repairing")
+        elif url not in self.ledger.followed and self.ledger.get(url, "in").state == "repairing":
+            await self.ledger.set_state(url, "in", "live")
+        else:
+            await self.ledger.settle(url)
         if direction != "pull" and self.out_links is not None:
             await self.out_links.repaired(url, head)
+
+    async def _still_waiting(self, url: str, report: ReconcileReport) -> bool:
+        """Record what the run's pulled ops wait for; True while any still wait
+        (a scoped op whose closure the peer could not satisfy, say)."""
+        waiting = self._waiting.setdefault(url, {})
+        waiting.update(dict.fromkeys(report.waiting, ""))
+        still, _ = await self.ledger.waiting(url, waiting)
+        self._waiting[url] = still
+        return bool(still)
 
     async def _run(self, url: str) -> None:
         interval = self._config.reconcile_interval_s

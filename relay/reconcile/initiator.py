@@ -72,6 +72,7 @@ class ReconcileReport:
     fetched: int = 0  # ops the peer served us
     sequenced: int = 0  # of those, newly sequenced here
     refused: list[str] = field(default_factory=list)  # advertised, then not served
+    waiting: list[str] = field(default_factory=list)  # pulled, waiting for a dependency
     pushed: int = 0
     seconds: float = 0.0
     error: str | None = None
@@ -234,6 +235,9 @@ async def _pull(
         if fetched.tokens:
             results = await host.ingest(fetched.tokens, source=report.peer)
             report.sequenced += sum(1 for r in results if r.status is Status.NEW)
+            report.waiting.extend(
+                r.cid for r in results if r.reason is not None and r.reason.is_dependency
+            )
     if report.refused:
         raise ReconcileAborted(f"peer advertised {len(report.refused)} ops it then did not serve")
 
