@@ -31,7 +31,7 @@ from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
-from relay.scope import Scope
+from relay.scope import MAX_SCOPE_MEMBERS, Scope
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
@@ -220,6 +220,8 @@ class Relay:
             "frameLimit": self.config.sync_frame_limit,
             "maxMessageBytes": self.config.sync_max_message_bytes,
             "maxOperationCids": MAX_FETCH_CIDS,
+            # ``scope=`` on /changes, /log and /sync/negentropy (relay.scope)
+            "scopes": {"maxMembers": MAX_SCOPE_MEMBERS},
         }
 
     async def reconcile(

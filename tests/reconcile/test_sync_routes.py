@@ -99,6 +99,7 @@ async def run_rounds(
 async def test_well_known_advertises_negentropy_v1(http: httpx.AsyncClient) -> None:
     sync = (await http.get("/.well-known/dfos-relay")).json()["sync"]
     assert sync["negentropy"] == 1 and sync["maxOperationCids"] == 1000
+    assert sync["scopes"] == {"maxMembers": 200}
     assert sync["maxMessageBytes"] == 64 * 1024
 
 
