@@ -175,6 +175,7 @@ class LiveFollow:
     async def _poll(self, url: str) -> None:
         interval = self._config.sync_interval_s or 1.0
         while True:
+            await self.ledger.wait_unpaused(url, "in")
             await self._sync.sync_peer(url)
             await asyncio.sleep(interval)
 
