@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from relay.rules.outcomes import SequencedOp
-from stores.base import LINK_PENDING_MAX
+from stores.base import LINK_PENDING_MAX, LinkState
 
 from .ledger import LinkLedger
 
@@ -85,7 +85,7 @@ class OutLinks:
             lane.pop(token, None)
         self._report(url)
         # held below lost ops, the link is repairing however well gossip goes now
-        target = "repairing" if url in self._floor else "live"
+        target: LinkState = "repairing" if url in self._floor else "live"
         if self.ledger.get(url, "out").state != target:
             await self.ledger.set_state(url, "out", target)
         await self.ledger.success(url, "out")
