@@ -121,8 +121,8 @@ class LiveFollow:
         async for event in follow(url, since=since, options=options):
             if self.ledger.paused(url, "in"):
                 return  # paused: nothing more is ingested; _run waits for the resume
-            if event.kind == "status":
-                self._seen_head(url, event.data.get("headSeq"))
+            if event.kind == "status":  # the head as of this connection (an epoch may reset it)
+                self._seen_head(url, event.data.get("headSeq"), at_connect=True)
             if event.kind == "op":
                 batch.append(event)
             if event.kind == "eose":
@@ -143,9 +143,9 @@ class LiveFollow:
             await host.store.set_peer_cursor(key, token)
         await self._record(url, batch, results, caught_up)
 
-    def _seen_head(self, url: str, head: object) -> None:
+    def _seen_head(self, url: str, head: object, at_connect: bool = False) -> None:
         if isinstance(head, int) and not isinstance(head, bool):
-            known = self.ledger.get(url, "in").remote_head or 0
+            known = 0 if at_connect else self.ledger.get(url, "in").remote_head or 0
             self.ledger.note(url, "in", remote_head=max(known, head))
 
     async def _record(
@@ -181,6 +181,7 @@ class LiveFollow:
     async def _poll(self, url: str) -> None:
         interval = self._config.sync_interval_s or 1.0
         while True:
+            await self.ledger.wait_unpaused(url, "in")
             await self._sync.sync_peer(url)
             await asyncio.sleep(interval)
 

@@ -98,8 +98,9 @@ class SyncIn:
 
     async def sync_peer(self, url: str, from_start: bool = False) -> int:
         """Page ``url``'s log (any peer, also one not configured for sync) until
-        caught up; ``from_start`` reads it from the beginning (a full resync)."""
-        if self._host is None:
+        caught up; ``from_start`` reads it from the beginning (a full resync).
+        Nothing while its in-link is paused."""
+        if self._host is None or self.ledger.paused(url, "in"):
             return 0
         total = 0
         first = True

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from relay.rules.outcomes import SequencedOp
-from stores.base import LINK_PENDING_MAX
+from stores.base import LINK_PENDING_MAX, LinkState
 
 from .ledger import LinkLedger
 
@@ -84,9 +84,10 @@ class OutLinks:
         for token in tokens:
             lane.pop(token, None)
         self._report(url)
-        record = self.ledger.get(url, "out")
-        if record.state == "initial" and url not in self._floor:
-            await self.ledger.set_state(url, "out", "live")
+        # held below lost ops, the link is repairing however well gossip goes now
+        target: LinkState = "repairing" if url in self._floor else "live"
+        if self.ledger.get(url, "out").state != target:
+            await self.ledger.set_state(url, "out", target)
         await self.ledger.success(url, "out")
 
     async def failed(self, url: str, error: BaseException) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from peer import PeerConfig
 from relay import Relay, create_relay
+from relay.peering.config import PeeringConfig
 from relay.peering.service import Peering, build_peering
 from relay.testing.server import free_port, serve_on_loopback
 from relay.testing.workload import mixed_workload
@@ -188,3 +190,32 @@ async def _stored_links(path: Path) -> list[LinkRecord]:
         return await store.list_links()
     finally:
         await store.close()
+
+
+async def test_lost_gossip_holds_the_watermark_until_a_reconciliation_pushed(
+    tmp_path: Path,
+) -> None:
+    config = PeeringConfig(backoff_base_s=0.01, backoff_max_s=0.05, gossip_queue_max=5,
+                           reconcile_interval_s=None)  # fmt: skip
+    b_url = "http://relay-b.test"
+    to_b = PeerConfig(b_url, gossip=True, read_through=False, sync=False, reconcile=True)
+    async with in_process_mesh(tmp_path, 2, config=config, peers={0: [to_b], 1: []}) as mesh:
+        a, b = mesh.relays
+        await mesh.settle_gossip()
+        await peering(a).pause(b_url, ["out"])
+        await a.ingest(mixed_workload(30, seed=51, now_ms=PAST_MS))  # overflows the queue
+        head = await a.store.log_length()
+        out = peering(a).ledger.get(b_url, "out")
+        assert out.state == "paused" and int(out.applied_token or 0) < head
+
+        await peering(a).resume(b_url, ["out"])
+        await mesh.settle_gossip()
+        out = peering(a).ledger.get(b_url, "out")
+        assert out.state == "repairing" and int(out.applied_token or 0) < head
+        assert not await cids(a) <= await cids(b)  # gossip alone lost ops for it
+
+        report = await peering(a).repair.run_once(b_url)
+        assert report is not None and report.ok
+        out = peering(a).ledger.get(b_url, "out")
+        assert (out.state, out.applied_token) == ("live", str(head))
+        assert await cids(a) <= await cids(b)
