@@ -48,11 +48,15 @@ BAD_VALUES = {
     "--deny-kind": "blob",
     "--scope": "did:dfos:nope",
     "--scope-file": "/no/such/scope-file.txt",
+    "--fanout-direct-max": "many",
+    "--peer-discovery-max": "-2",
+    "--peer-refresh": "sometimes",
 }
 BAD_ENV = {
     **{opt.env: BAD_VALUES[opt.flag] for opt in OPTIONS if opt.flag in BAD_VALUES},
     "DFOS_RELAY_NO_CONTENT": "maybe",
     "DFOS_RELAY_NO_LOG": "perhaps",
+    "DFOS_RELAY_PEER_DISCOVERY": "kind of",
 }
 
 

@@ -100,3 +100,29 @@ async def test_reconcile_does_not_push_back_what_the_peer_sent_us(tmp_path: Path
     assert set(own) <= pushed  # what A lacks and did not send us is pushed...
     assert not pushed & set(from_a)  # ...what it sent us is not
     assert all(p.sender == b.did for p in mesh.transport.posts)
+
+
+async def test_the_sender_header_is_trusted_for_routing_only(tmp_path: Path) -> None:
+    from peer.base import FANOUT_HOP_HEADER, RELAY_SENDER_HEADER
+    from tests.peering.faulty import tamper
+
+    tokens = mixed_workload(10, seed=15, now_ms=PAST_MS)
+    async with in_process_mesh(
+        tmp_path, 3, record_posts=True, gossip=True, read_through=False, sync=False
+    ) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        a, b_did = mesh.urls[0], mesh.relays[1].did
+        # a forged push "from B": its ops are verified all the same
+        forged = {RELAY_SENDER_HEADER: b_did, FANOUT_HOP_HEADER: "2"}
+        body = {"operations": [tamper(tokens[0])]}
+        answer = (await mesh.http.post(a + "/operations", json=body, headers=forged)).json()
+        assert answer["results"][0]["status"] == "rejected"
+        # a sender DID that is no peer of A's is a client: A originates the ops
+        stranger = {RELAY_SENDER_HEADER: "did:dfos:nobodyweknow", FANOUT_HOP_HEADER: "2"}
+        response = await mesh.http.post(
+            a + "/operations", json={"operations": tokens}, headers=stranger
+        )
+        assert response.status_code == 200
+        await mesh.settle_gossip()
+        await assert_converged(mesh)
