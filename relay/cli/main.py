@@ -39,8 +39,19 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX
+
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, add_serve_arguments
+    from relay.settings import add_serve_arguments
 
     parser = OneLineParser(prog=PROG, description="DFOS web relay")
     parser.add_argument("--version", action="version", version=f"{PROG} {RELAY_VERSION}")
@@ -58,12 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = commands.add_parser("import", help="ingest a JSON Lines export into a store")
     imp.add_argument("file", metavar="FILE", help="a dump-log file (.jsonl or .jsonl.gz)")
-    imp.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
-    )
+    add_store_option(imp)
 
     fol = commands.add_parser("follow", help="print a relay's changes feed as JSON Lines")
     fol.add_argument("url", metavar="URL", help="base URL of the relay")
@@ -84,12 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     reset = feed_commands.add_parser(
         "reset-epoch", help="start a new epoch (followers get 410 and bootstrap again)"
     )
-    reset.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
-    )
+    add_store_option(reset)
 
     rec = commands.add_parser("reconcile", help="reconcile a store with a peer relay once")
     rec.add_argument("url", metavar="URL", help="base URL of the peer relay")
@@ -106,33 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MEMBERS",
         help="only this scope: DIDs and contentIds, comma-separated, with their closure",
     )
-    rec.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
-    )
+    add_store_option(rec)
 
     audit = commands.add_parser(
         "verify-store", help="re-verify every stored chain and row (exit 0 only when clean)"
     )
-    audit.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
-    )
+    add_store_option(audit)
 
     peers = commands.add_parser(
         "peers", help="print the replication ledger (every link's state and lag) from a store"
     )
     peers.add_argument("--json", action="store_true", help="print one JSON object")
-    peers.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
-    )
+    add_store_option(peers)
 
     from spark.convergence import DESCRIPTION, add_arguments
 

@@ -77,6 +77,16 @@ def _skip_nothing(peer_url: str, cid: str) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class PushHooks:
+    """What the peering service lends every lane: echo suppression
+    (``skip``), the push headers, and the step before each batch."""
+
+    skip: Skip = _skip_nothing
+    headers: PushHeaders = _no_headers
+    prepare: Prepare = _prepare_nothing
+
+
 class GossipLane:
     """The queue and worker for one gossip peer."""
 
@@ -86,17 +96,15 @@ class GossipLane:
         client: PeerClient,
         backoff: Backoff,
         config: PeeringConfig,
-        skip: Skip = _skip_nothing,
-        headers: PushHeaders = _no_headers,
-        prepare: Prepare = _prepare_nothing,
+        hooks: PushHooks = PushHooks(),
     ) -> None:
         self.peer_url = peer_url
         self._client = client
         self._backoff = backoff
         self._config = config
-        self._skip = skip
-        self._headers = headers
-        self._prepare = prepare
+        self._skip = hooks.skip
+        self._headers = hooks.headers
+        self._prepare = hooks.prepare
         self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=config.gossip_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
@@ -216,16 +224,12 @@ class Gossip:
         client: PeerClient,
         backoff: Backoff,
         config: PeeringConfig,
-        skip: Skip = _skip_nothing,
-        headers: PushHeaders = _no_headers,
-        prepare: Prepare = _prepare_nothing,
+        hooks: PushHooks = PushHooks(),
     ) -> None:
         self._config = config
         self._client = client
         self._backoff = backoff
-        self._skip = skip
-        self._headers = headers
-        self._prepare = prepare
+        self._hooks = hooks
         self._started = False
         self.lanes: dict[str, GossipLane] = {}
         for url in peer_urls:
@@ -240,9 +244,7 @@ class Gossip:
                 self._client,
                 self._backoff,
                 self._config,
-                self._skip,
-                self._headers,
-                self._prepare,
+                self._hooks,
             )
             self.lanes[url] = lane
             if self._started:

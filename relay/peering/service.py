@@ -35,7 +35,7 @@ from .directory import Advertised, PeerDirectory
 from .discovery import learn_peers
 from .echo import EchoMemory
 from .fanout import FanOut, Routed, arrival_hop, arriving_with
-from .gossip import Gossip, Outgoing
+from .gossip import Gossip, Outgoing, PushHooks
 from .host import PeeringHost
 from .ledger import DIRECTIONS, LinkLedger
 from .link_view import LinkView, link_view
@@ -71,9 +71,7 @@ class Peering:
             client,
             self.backoff,
             config,
-            self.sent_us,
-            self.push_headers,
-            self._know,
+            PushHooks(self.sent_us, self.push_headers, self._know),
         )
         self.fanout = FanOut(self.gossip, self.directory, config, self._did)
         self.learned: dict[str, str] = {}  # peer URL -> DID, learned by discovery

@@ -72,3 +72,41 @@ async def append(store: RelayStore, *ops: OperationRecord) -> int:
     return await commit(
         store, CommitBatch(operations=list(ops), resolved_cids={o.cid for o in ops})
     )
+
+
+async def write_old_database(
+    store: RelayStore, version: int, insert: str, row: tuple[str, ...]
+) -> None:
+    """Create ``store``'s schema as it was at ``version`` (SQLite file or
+    Postgres schema), with one row written by ``insert`` (``?`` placeholders)."""
+    import sqlite3
+
+    import asyncpg
+
+    from stores.postgres import PostgresStore
+    from stores.sql.dialect import POSTGRES, SQLITE
+    from stores.sql.schema import VERSION_TABLE, pending_migrations
+    from stores.sqlite import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        with sqlite3.connect(store.path) as db:
+            db.execute(VERSION_TABLE)
+            for step in pending_migrations(None, SQLITE, "test")[:version]:
+                for stmt in step:
+                    db.execute(stmt)
+            db.execute(insert, row)
+        return
+    assert isinstance(store, PostgresStore)
+    conn = await asyncpg.connect(store.dsn, server_settings={"search_path": store.schema or ""})
+    try:
+        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{store.schema}"')
+        await conn.execute(VERSION_TABLE)
+        for step in pending_migrations(None, POSTGRES, "test")[:version]:
+            for stmt in step:
+                await conn.execute(stmt)
+        numbered = insert
+        for i in range(len(row)):
+            numbered = numbered.replace("?", f"${i + 1}", 1)
+        await conn.execute(numbered, *row)
+    finally:
+        await conn.close()

@@ -5,44 +5,21 @@ empty and work. SQLite and Postgres."""
 
 from __future__ import annotations
 
-import sqlite3
-
-import asyncpg
 import pytest
 
 from stores.base import CommitBatch, PendingOp, RejectionNote, RelayStore
 from stores.postgres import PostgresStore
-from stores.sql.dialect import POSTGRES, SQLITE
-from stores.sql.schema import LATEST_VERSION, VERSION_TABLE, pending_migrations
+from stores.sql.schema import LATEST_VERSION
 from stores.sqlite import SqliteStore
-from tests.stores.conftest import commit
+from tests.stores.conftest import commit, write_old_database
 
 V2_WAITING = ("w", "tok.w", "op:p")
 
 
 async def write_v2_database(store: RelayStore) -> None:
-    if isinstance(store, SqliteStore):
-        steps = pending_migrations(None, SQLITE, "test")[:2]
-        with sqlite3.connect(store.path) as db:
-            db.execute(VERSION_TABLE)
-            for step in steps:
-                for stmt in step:
-                    db.execute(stmt)
-            db.execute("INSERT INTO raw_ops (cid, token, waits_for) VALUES (?, ?, ?)", V2_WAITING)
-        return
-    assert isinstance(store, PostgresStore)
-    conn = await asyncpg.connect(store.dsn, server_settings={"search_path": store.schema or ""})
-    try:
-        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{store.schema}"')
-        await conn.execute(VERSION_TABLE)
-        for step in pending_migrations(None, POSTGRES, "test")[:2]:
-            for stmt in step:
-                await conn.execute(stmt)
-        await conn.execute(
-            "INSERT INTO raw_ops (cid, token, waits_for) VALUES ($1, $2, $3)", *V2_WAITING
-        )
-    finally:
-        await conn.close()
+    await write_old_database(
+        store, 2, "INSERT INTO raw_ops (cid, token, waits_for) VALUES (?, ?, ?)", V2_WAITING
+    )
 
 
 async def test_a_v2_database_upgrades_in_place(store: RelayStore) -> None:

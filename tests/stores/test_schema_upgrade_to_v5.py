@@ -11,34 +11,18 @@ import pytest
 
 from stores.base import FULL_SCOPE, LinkRecord, RelayStore
 from stores.postgres import PostgresStore
-from stores.sql.dialect import POSTGRES, SQLITE
-from stores.sql.schema import LATEST_VERSION, READ_VERSION, VERSION_TABLE, pending_migrations
+from stores.sql.schema import LATEST_VERSION, READ_VERSION
 from stores.sqlite import SqliteStore
+from tests.stores.conftest import write_old_database
 
 V4 = 4
 CURSOR = ("https://peer.example", "bafycursor")
 
 
 async def write_v4_database(store: RelayStore) -> None:
-    if isinstance(store, SqliteStore):
-        with sqlite3.connect(store.path) as db:
-            db.execute(VERSION_TABLE)
-            for step in pending_migrations(None, SQLITE, "test")[:V4]:
-                for stmt in step:
-                    db.execute(stmt)
-            db.execute("INSERT INTO peer_cursors (peer_url, cursor) VALUES (?, ?)", CURSOR)
-        return
-    assert isinstance(store, PostgresStore)
-    conn = await asyncpg.connect(store.dsn, server_settings={"search_path": store.schema or ""})
-    try:
-        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{store.schema}"')
-        await conn.execute(VERSION_TABLE)
-        for step in pending_migrations(None, POSTGRES, "test")[:V4]:
-            for stmt in step:
-                await conn.execute(stmt)
-        await conn.execute("INSERT INTO peer_cursors (peer_url, cursor) VALUES ($1, $2)", *CURSOR)
-    finally:
-        await conn.close()
+    await write_old_database(
+        store, V4, "INSERT INTO peer_cursors (peer_url, cursor) VALUES (?, ?)", CURSOR
+    )
 
 
 async def schema_version(store: RelayStore) -> int:
