@@ -136,8 +136,9 @@ async def _heal(mesh: SimMesh, tree: list[Edge], result: RunResult) -> None:
             return
 
 
-async def run_scenario(s: Scenario, out: Path) -> RunResult:
-    """Run ``s``; dump every relay's log under ``out``."""
+async def run_scenario(s: Scenario, out: Path, before: Path | None = None) -> RunResult:
+    """Run ``s``; dump every relay's log under ``out`` (and, before healing,
+    under ``before`` when given: the control that must not converge)."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     rng = random.Random(s.seed)
@@ -160,10 +161,12 @@ async def run_scenario(s: Scenario, out: Path) -> RunResult:
         await _write_phase(mesh, rng, phases[2], up, origins)
         for i in down:  # back up, but gossip already gave up on them
             mesh.transport.up(mesh.urls[i])
-        before = await mesh.holdings()
+        held = await mesh.holdings()
         stats = push_stats(mesh.recorder.pushes, origins, [len(p) for p in peers])
-        gossip = held_pairs(before, origins)
+        gossip = held_pairs(held, origins)
         result = RunResult(s, stats, len(origins), len(origins) * s.relays, gossip, 0, 0, 0, 0)
+        if before is not None:
+            await mesh.dump(before)
         await _heal(mesh, spanning_tree(rng, peers), result)
         result.repaired_pairs = held_pairs(await mesh.holdings(), origins) - gossip
         result.dumps = await mesh.dump(out)
