@@ -104,7 +104,11 @@ def groups(count: int, seed: int) -> list[list[str]]:
 
 
 async def _write_phase(
-    mesh: SimMesh, rng: random.Random, batch: list[list[str]], up: list[int], origins: dict[str, int]
+    mesh: SimMesh,
+    rng: random.Random,
+    batch: list[list[str]],
+    up: list[int],
+    origins: dict[str, int],
 ) -> None:
     """Each group to one random live entry relay, concurrently; then settle."""
     posts = []
@@ -144,7 +148,7 @@ async def run_scenario(s: Scenario, out: Path, before: Path | None = None) -> Ru
     rng = random.Random(s.seed)
     peers = topology(rng, s.relays, s.degree)
     work = groups(3 * s.groups_per_phase, s.seed)
-    phases = [work[i :: 3] for i in range(3)]
+    phases = [work[i::3] for i in range(3)]
     origins: dict[str, int] = {}
     everyone = list(range(s.relays))
     async with sim_mesh(peers, sim_config(s.fanout)) as mesh:

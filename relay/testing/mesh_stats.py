@@ -105,7 +105,9 @@ def push_stats(
     )
 
 
-def _depths(parent: Mapping[tuple[str, int], int], origins: Mapping[str, int]) -> dict[tuple[str, int], int]:
+def _depths(
+    parent: Mapping[tuple[str, int], int], origins: Mapping[str, int]
+) -> dict[tuple[str, int], int]:
     """Hop depth of each (op, relay) reached by a push, following ``parent``
     back to the op's origin. A chain that does not lead back to the origin
     (the sender held the op some other way) is left out."""
