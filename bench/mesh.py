@@ -10,7 +10,8 @@ the in-process ASGI transport on memory stores. Prints side by side:
 - max per-relay pushes per op (mean over ops / max);
 - delivery latency in rounds (hop depth of first arrival, mean / max);
 - (relay, op) pairs delivered by gossip before healing vs repaired after,
-  with what reconciliation itself sequenced and pushed;
+  the share gossip delivered in each phase, and what reconciliation itself
+  sequenced and pushed;
 - convergence of every relay's dump, from the Spark job on local[2];
 
 then PASS/FAIL per target (origin pushes per op <= ceil(log2 P) + 1 for
@@ -59,6 +60,7 @@ def row(name: str, r: RunResult, converged: bool) -> list[str]:
         f"{s.total_mean:.0f}",
         f"{s.latency_mean:.2f} / {s.latency_max}",
         f"{r.gossip_pairs} / {r.repaired_pairs}",
+        " / ".join(f"{held / max(want, 1):.0%}" for held, want in r.gossip_by_phase),
         f"{r.reconcile_sequenced} / {r.reconcile_pushed} ({r.reconcile_runs} runs)",
         "converged" if converged else "DIVERGED",
         f"{r.seconds:.0f}s",
@@ -72,6 +74,7 @@ HEADER = [
     "all pushes/op",
     "latency rounds mean/max",
     "pairs gossip / repaired",
+    "by gossip: healthy / partitioned / down",
     "reconcile sequenced / pushed",
     "Spark",
     "time",

@@ -94,6 +94,7 @@ class RunResult:
     reconcile_sequenced: int  # ops pulled and newly sequenced by reconciliation
     reconcile_pushed: int  # ops pushed to a peer that lacked them
     reconcile_errors: list[str] = field(default_factory=list)
+    gossip_by_phase: list[tuple[int, int]] = field(default_factory=list)  # (held, expected)
     dumps: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -140,6 +141,31 @@ async def _heal(mesh: SimMesh, tree: list[Edge], result: RunResult) -> None:
             return
 
 
+PHASES = ("healthy", "partitioned", "relays down")
+
+
+async def _three_phases(
+    mesh: SimMesh, rng: random.Random, work: list[list[str]], fail: float
+) -> list[dict[str, int]]:
+    """Client writes in each phase; op CID -> entry relay, per phase."""
+    everyone = list(range(len(mesh.relays)))
+    origins: list[dict[str, int]] = [{}, {}, {}]
+    await _write_phase(mesh, rng, work[0::3], everyone, origins[0])
+    side = {i: rng.random() < 0.5 for i in everyone}
+    side[0], side[1] = True, False  # both sides non-empty
+    mesh.recorder.side = side
+    await _write_phase(mesh, rng, work[1::3], everyone, origins[1])
+    mesh.recorder.side = None
+    down = rng.sample(everyone, max(1, round(len(everyone) * fail)))
+    for i in down:
+        mesh.transport.down(mesh.urls[i])
+    up = [i for i in everyone if i not in down]
+    await _write_phase(mesh, rng, work[2::3], up, origins[2])
+    for i in down:  # back up, but gossip already gave up on them
+        mesh.transport.up(mesh.urls[i])
+    return origins
+
+
 async def run_scenario(s: Scenario, out: Path, before: Path | None = None) -> RunResult:
     """Run ``s``; dump every relay's log under ``out`` (and, before healing,
     under ``before`` when given: the control that must not converge)."""
@@ -148,27 +174,16 @@ async def run_scenario(s: Scenario, out: Path, before: Path | None = None) -> Ru
     rng = random.Random(s.seed)
     peers = topology(rng, s.relays, s.degree)
     work = groups(3 * s.groups_per_phase, s.seed)
-    phases = [work[i::3] for i in range(3)]
-    origins: dict[str, int] = {}
-    everyone = list(range(s.relays))
     async with sim_mesh(peers, sim_config(s.fanout)) as mesh:
-        await _write_phase(mesh, rng, phases[0], everyone, origins)
-        side = {i: rng.random() < 0.5 for i in everyone}
-        side[0], side[1] = True, False  # both sides non-empty
-        mesh.recorder.side = side
-        await _write_phase(mesh, rng, phases[1], everyone, origins)
-        mesh.recorder.side = None
-        down = rng.sample(everyone, max(1, int(s.relays * s.fail_fraction)))
-        for i in down:
-            mesh.transport.down(mesh.urls[i])
-        up = [i for i in everyone if i not in down]
-        await _write_phase(mesh, rng, phases[2], up, origins)
-        for i in down:  # back up, but gossip already gave up on them
-            mesh.transport.up(mesh.urls[i])
+        by_phase = await _three_phases(mesh, rng, work, s.fail_fraction)
+        origins = {cid: entry for phase in by_phase for cid, entry in phase.items()}
         held = await mesh.holdings()
         stats = push_stats(mesh.recorder.pushes, origins, [len(p) for p in peers])
         gossip = held_pairs(held, origins)
         result = RunResult(s, stats, len(origins), len(origins) * s.relays, gossip, 0, 0, 0, 0)
+        result.gossip_by_phase = [
+            (held_pairs(held, phase), len(phase) * s.relays) for phase in by_phase
+        ]
         if before is not None:
             await mesh.dump(before)
         await _heal(mesh, spanning_tree(rng, peers), result)
