@@ -131,6 +131,7 @@ def main() -> None:
     parser.add_argument("--fail", type=float, default=0.15, help="fraction of relays down")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress in a log
     # The faults are deliberate: the relays' backoff warnings would drown the table.
     logging.getLogger("dfos_relay").setLevel(logging.CRITICAL)
     if not has_fanout():

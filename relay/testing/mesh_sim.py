@@ -152,13 +152,20 @@ class SimMesh:
         response.raise_for_status()
 
     async def settle(self) -> None:
-        """Until every gossip queue is empty and a whole pass pushed nothing."""
-        for _ in range(50):
+        """Until every gossip queue (and fan-out forward queue, when the build
+        has one) is empty and two whole passes in a row pushed nothing."""
+        quiet = 0
+        for _ in range(100):
             before = len(self.recorder.pushes)
             for i in range(len(self.relays)):
-                await self.peering(i).gossip.flushed()
-            await asyncio.sleep(0)
-            if len(self.recorder.pushes) == before:
+                peering = self.peering(i)
+                await peering.gossip.flushed()
+                fanout = getattr(peering, "fanout", None)
+                if fanout is not None and hasattr(fanout, "flushed"):
+                    await fanout.flushed()
+            await asyncio.sleep(0.01)
+            quiet = quiet + 1 if len(self.recorder.pushes) == before else 0
+            if quiet == 2:
                 return
 
     async def holdings(self) -> list[set[str]]:

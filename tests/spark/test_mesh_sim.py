@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from relay.testing.mesh_scenario import Scenario, converge_dumps, run_scenario
-from relay.testing.mesh_stats import Push, push_stats
+from relay.testing.mesh_sim import has_fanout
+from relay.testing.mesh_stats import Push, push_bound, push_stats
 
 pytestmark = pytest.mark.spark
 
@@ -35,6 +36,19 @@ def test_partitioned_mesh_heals_and_the_spark_job_sees_it_converge(
     assert not result.reconcile_errors
     code, report = converge_dumps(spark, sorted(map(str, unhealed.iterdir())), tmp_path)
     assert code == 1 and not report["converged"]
+    code, report = converge_dumps(spark, result.dumps, tmp_path)
+    assert code == 0 and report["converged"]
+
+
+@pytest.mark.skipif(not has_fanout(), reason="this build has no rendezvous fan-out")
+def test_fan_out_keeps_origin_pushes_within_the_bound_and_the_mesh_heals(
+    spark: Any, tmp_path: Path
+) -> None:
+    scenario = Scenario(10, fanout=True, groups_per_phase=1, seed=5)  # full mesh: P = 9 > 4
+    result = asyncio.run(run_scenario(scenario, tmp_path / "after"))
+
+    assert result.stats.origin_max <= push_bound(9) and result.stats.origin_over_bound == 0
+    assert result.gossip_pairs + result.repaired_pairs == result.expected_pairs
     code, report = converge_dumps(spark, result.dumps, tmp_path)
     assert code == 0 and report["converged"]
 
