@@ -35,6 +35,7 @@ from relay import Relay, create_relay
 from relay.dumplog import dump_log
 from relay.peering.config import PeeringConfig
 from relay.peering.service import Peering, build_peering
+from relay.protocol import decode_jws
 
 from .mesh_stats import Push
 
@@ -125,8 +126,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
 
 
 def _cid_of(token: str) -> str:
-    from relay.protocol import decode_jws
-
     return str(decode_jws(token).header_cid)
 
 
