@@ -45,7 +45,7 @@ from relay.testing.mesh_scenario import (  # noqa: E402
     converge_dumps,
     run_scenario,
 )
-from relay.testing.mesh_sim import has_fanout  # noqa: E402
+from relay.testing.mesh_sim import has_discovery, has_fanout  # noqa: E402
 from relay.testing.mesh_stats import push_bound  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "mesh"
@@ -88,12 +88,13 @@ def table(rows: list[list[str]]) -> str:
 
 
 def targets(name: str, r: RunResult, converged: bool) -> list[str]:
-    peers = r.scenario.relays - 1 if r.scenario.degree is None else r.scenario.degree
-    bound = push_bound(peers)
+    lo, hi = min(r.peer_counts), max(r.peer_counts)
+    peers = f"P = {lo}" if lo == hi else f"P = {lo}..{hi}"
+    bound = push_bound(hi) if lo == hi else f"{push_bound(lo)}..{push_bound(hi)}"
     push_ok = r.stats.origin_over_bound == 0
     complete = r.gossip_pairs + r.repaired_pairs == r.expected_pairs
     return [
-        f"  {name}: origin pushes per op <= ceil(log2 P)+1 = {bound} (P = {peers}):"
+        f"  {name}: origin pushes per op <= ceil(log2 P)+1 = {bound} ({peers}, per origin):"
         f" {'PASS' if push_ok else 'FAIL'} (max {r.stats.origin_max},"
         f" {r.stats.origin_over_bound} of {r.ops} ops over)",
         f"  {name}: 100% convergence after healing (Spark job on {len(r.dumps)} dumps):"
@@ -106,7 +107,9 @@ def run_size(spark: Any, n: int, args: argparse.Namespace) -> None:
     modes = [("fan-out", True), ("direct", False)] if has_fanout() else [("gossip", False)]
     rows, checks = [], []
     for name, fanout in modes:
-        scenario = Scenario(n, fanout, args.groups, args.degree, args.fail, args.seed)
+        scenario = Scenario(
+            n, fanout, args.groups, args.degree, args.fail, args.seed, args.discovery
+        )
         out = OUT / f"{n}-{name}"
         shutil.rmtree(out, ignore_errors=True)
         result = asyncio.run(run_scenario(scenario, out))
@@ -118,6 +121,8 @@ def run_size(spark: Any, n: int, args: argparse.Namespace) -> None:
             checks.append(f"  {name}: reconcile errors: {result.reconcile_errors[:3]}")
     ops = f"{args.groups * 3} groups of ~20 ops"
     topo = "full mesh" if args.degree is None else f"random, ~{args.degree} peers each"
+    if args.discovery is not None:
+        topo += ", then peer discovery"
     print(f"\n{n} relays ({topo}; {ops}; {args.fail:.0%} down in phase 3; seed {args.seed})")
     print(table(rows))
     print("\n".join(checks))
@@ -130,7 +135,16 @@ def main() -> None:
     parser.add_argument("--degree", type=int, default=None, help="peers per relay (default all)")
     parser.add_argument("--fail", type=float, default=0.15, help="fraction of relays down")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--discovery",
+        type=float,
+        default=None,
+        metavar="REFRESH_S",
+        help="with --degree: let the relays learn peers of peers first (fan-out builds)",
+    )
     args = parser.parse_args()
+    if args.discovery is not None and not has_discovery():
+        parser.error("--discovery: this build has no peer discovery")
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress in a log
     # The faults are deliberate: the relays' backoff warnings would drown the table.
     logging.getLogger("dfos_relay").setLevel(logging.CRITICAL)

@@ -80,6 +80,7 @@ class Scenario:
     degree: int | None = None  # None: full mesh
     fail_fraction: float = 0.15  # relays down in phase 3
     seed: int = 0
+    discovery_refresh_s: float | None = None  # learn peers of peers first (fan-out builds)
 
 
 @dataclass
@@ -94,6 +95,7 @@ class RunResult:
     reconcile_sequenced: int  # ops pulled and newly sequenced by reconciliation
     reconcile_pushed: int  # ops pushed to a peer that lacked them
     reconcile_errors: list[str] = field(default_factory=list)
+    peer_counts: list[int] = field(default_factory=list)  # gossip peers, after discovery
     gossip_by_phase: list[tuple[int, int]] = field(default_factory=list)  # (held, expected)
     dumps: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -174,13 +176,21 @@ async def run_scenario(s: Scenario, out: Path, before: Path | None = None) -> Ru
     rng = random.Random(s.seed)
     peers = topology(rng, s.relays, s.degree)
     work = groups(3 * s.groups_per_phase, s.seed)
-    async with sim_mesh(peers, sim_config(s.fanout)) as mesh:
+    config = sim_config(s.fanout, s.discovery_refresh_s)
+    async with sim_mesh(peers, config) as mesh:
+        counts = [len(p) for p in peers]
+        if s.discovery_refresh_s is not None:
+            await mesh.discovered()
+            mesh.recorder.pushes.clear()  # announcements to learned peers
         by_phase = await _three_phases(mesh, rng, work, s.fail_fraction)
         origins = {cid: entry for phase in by_phase for cid, entry in phase.items()}
         held = await mesh.holdings()
-        stats = push_stats(mesh.recorder.pushes, origins, [len(p) for p in peers])
+        if s.discovery_refresh_s is not None:  # as the origins saw it while ops flowed
+            counts = mesh.lane_counts()
+        stats = push_stats(mesh.recorder.pushes, origins, counts)
         gossip = held_pairs(held, origins)
         result = RunResult(s, stats, len(origins), len(origins) * s.relays, gossip, 0, 0, 0, 0)
+        result.peer_counts = counts
         result.gossip_by_phase = [
             (held_pairs(held, phase), len(phase) * s.relays) for phase in by_phase
         ]

@@ -45,16 +45,31 @@ DIRECT = 10**6  # fanout_direct_max that keeps direct push to every peer
 
 def has_fanout() -> bool:
     """Whether this build's ``PeeringConfig`` knows rendezvous fan-out."""
-    return "fanout_direct_max" in {f.name for f in dataclasses.fields(PeeringConfig)}
+    return "fanout_direct_max" in _fields()
 
 
-def sim_config(fanout: bool) -> PeeringConfig:
+def _fields() -> set[str]:
+    return {f.name for f in dataclasses.fields(PeeringConfig)}
+
+
+def has_discovery() -> bool:
+    """Whether this build's relays can learn peers of peers."""
+    return {"peer_discovery", "directory_refresh_s"} <= _fields()
+
+
+def sim_config(fanout: bool, discovery_refresh_s: float | None = None) -> PeeringConfig:
     """Fast backoff (a cut link costs milliseconds, not minutes), no
     periodic reconcile (the harness heals explicitly), and fan-out or direct
-    push when the build can tell them apart."""
+    push when the build can tell them apart. ``discovery_refresh_s``: learn
+    peers of peers (the build's opt-in discovery), re-reading peers' well-known
+    documents that often; a build without discovery raises ``ValueError``."""
     extra: dict[str, Any] = {}
     if has_fanout():
         extra["fanout_direct_max"] = 4 if fanout else DIRECT
+    if discovery_refresh_s is not None:
+        if not has_discovery():
+            raise ValueError("this build has no peer discovery (PeeringConfig.peer_discovery)")
+        extra |= {"peer_discovery": True, "directory_refresh_s": discovery_refresh_s}
     return PeeringConfig(
         backoff_base_s=0.01,
         backoff_max_s=0.05,
@@ -166,6 +181,19 @@ class SimMesh:
             quiet = quiet + 1 if len(self.recorder.pushes) == before else 0
             if quiet == 2:
                 return
+
+    def lane_counts(self) -> list[int]:
+        """Each relay's gossip peers now (discovery adds lanes as it learns)."""
+        return [len(self.peering(i).gossip.lanes) for i in range(len(self.relays))]
+
+    async def discovered(self, timeout_s: float = 60.0) -> list[int]:
+        """Wait until every relay gossips to every other (peer discovery has
+        run its course) or ``timeout_s`` passed; return the lane counts."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline and min(self.lane_counts()) < len(self.relays) - 1:
+            await asyncio.sleep(0.05)
+        return self.lane_counts()
 
     async def holdings(self) -> list[set[str]]:
         """The op CIDs in each relay's GET /log (the relay's own view)."""
