@@ -242,6 +242,20 @@ RELAY_SENDER_HEADER = "dfos-relay-sender"
 # Rendezvous fan-out: "1" pushed by the origin to a coordinator, "2"
 # forwarded by a coordinator (not forwarded again); absent: a plain client
 # or v0.7.1 push.
+# "1:<did>": pushed to a stand-in, which forwards the share of coordinator
+# <did> (the origin saw <did> failing).
 FANOUT_HOP_HEADER = "dfos-relay-hop"
 HOP_TO_COORDINATOR = "1"
 HOP_FORWARDED = "2"
+HOP_STAND_IN_PREFIX = "1:"
+
+
+def coordinator_hop(hop: str | None) -> tuple[bool, str | None]:
+    """(is this a push to a coordinator, whose share it stands in for)."""
+    if hop == HOP_TO_COORDINATOR:
+        return True, None
+    if hop is not None and hop.startswith(HOP_STAND_IN_PREFIX) and len(hop) <= 128:
+        stand_in_for = hop[len(HOP_STAND_IN_PREFIX) :]
+        if stand_in_for.startswith("did:") and stand_in_for.isprintable():
+            return True, stand_in_for
+    return False, None

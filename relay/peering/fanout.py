@@ -16,6 +16,13 @@ How an op arrived decides where it goes:
   re-read, nothing is forwarded: reconciliation repairs. Only share members
   we have a gossip lane for are sent to (we never POST to a URL just because
   another relay named it).
+- **stand-ins**: an origin that sees one of an op's coordinators failing
+  (backed off by its gossip lane) gives that coordinator's role to the
+  next-ranked healthy peer with hop "1:<coordinator DID>"; the stand-in
+  forwards the failed coordinator's share (minus itself). The origin still
+  makes k pushes per op, and the share is not lost with its coordinator:
+  without this, a down coordinator left its whole share to reconciliation,
+  and dependants waiting at other peers for that op with it.
 - **hop "2"**: not forwarded.
 - **from a peer without a hop** (a v0.7.1 relay's push, sync-in, live follow,
   a reconcile pull): flooded to every gossip peer but the source, as before.
@@ -47,7 +54,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
+from peer.base import HOP_FORWARDED, HOP_STAND_IN_PREFIX, HOP_TO_COORDINATOR, coordinator_hop
 from relay.rules.outcomes import SequencedOp
 
 from .config import PeeringConfig
@@ -96,9 +103,14 @@ class Arrivals:
     ``limit`` (such an op is then routed by the batch that sequences it, and
     reconciliation covers any gap)."""
 
+    # An op may arrive more than once before it sequences (a stand-in also
+    # sits in another coordinator's share): each way it came is kept, so a
+    # later plain copy does not erase the role an earlier one gave us.
+    WAYS_MAX = 4
+
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._by_token: dict[bytes, Arrival] = {}
+        self._by_token: dict[bytes, tuple[Arrival, ...]] = {}
 
     @staticmethod
     def _key(token: str) -> bytes:
@@ -106,13 +118,15 @@ class Arrivals:
 
     def remember(self, token: str, arrival: Arrival) -> None:
         key = self._key(token)
-        self._by_token.pop(key, None)
-        self._by_token[key] = arrival
+        ways = self._by_token.pop(key, ())
+        if arrival not in ways:
+            ways = (*ways, arrival)[-self.WAYS_MAX :]
+        self._by_token[key] = ways
         while len(self._by_token) > self._limit:
             del self._by_token[next(iter(self._by_token))]
 
-    def pop(self, token: str) -> Arrival | None:
-        return self._by_token.pop(self._key(token), None) if self._by_token else None
+    def pop(self, token: str) -> tuple[Arrival, ...]:
+        return self._by_token.pop(self._key(token), ()) if self._by_token else ()
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -134,13 +148,15 @@ class FanOut:
         self._directory = directory
         self._config = config
         self._self_did = self_did
-        self._queue: asyncio.Queue[tuple[str, list[Routed]]] = asyncio.Queue(
+        # (origin URL, ops, the coordinator we stand in for: None when ourselves)
+        self._queue: asyncio.Queue[tuple[str, list[Routed], str | None]] = asyncio.Queue(
             maxsize=config.fanout_forward_queue_max
         )
         self.arrivals = Arrivals(config.fanout_forward_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.forwarded = 0  # ops x peers forwarded as a coordinator
         self.not_forwarded = 0  # hop-1 ops we could not place (reconciliation repairs)
+        self.stood_in = 0  # coordinator roles given to a stand-in (the coordinator failing)
 
     @property
     def rendezvous(self) -> bool:
@@ -150,18 +166,20 @@ class FanOut:
         """Route each op by how it arrived (``Arrivals``), else by its batch."""
         groups: dict[Arrival, list[Routed]] = defaultdict(list)
         for op in ops:
-            arrival = self.arrivals.pop(op.jws_token)
-            groups[arrival or (source, hop)].append(Routed.of(op))
+            routed = Routed.of(op)
+            for arrival in self.arrivals.pop(op.jws_token) or ((source, hop),):
+                groups[arrival].append(routed)
         for (op_source, op_hop), group in groups.items():
             self.route(group, op_source, op_hop)
 
     def route(self, ops: Sequence[Routed], source: str | None, hop: str | None) -> None:
         if not ops or not self._gossip.lanes:
             return
+        to_coordinator, stand_in_for = coordinator_hop(hop)
         if source is None:
             self.originate(ops)
-        elif hop == HOP_TO_COORDINATOR:
-            self._enqueue(source, list(ops))
+        elif to_coordinator:
+            self._enqueue(source, list(ops), stand_in_for)
         elif hop == HOP_FORWARDED:
             return
         else:
@@ -181,8 +199,16 @@ class FanOut:
                 known.setdefault(did, url)
         per_url: dict[str, list[Outgoing]] = defaultdict(list)
         for op in ops:
-            for did in coordinators(_ranked(known, op)):
-                per_url[known[did]].append(_out(op, HOP_TO_COORDINATOR))
+            ranked = _ranked(known, op)
+            top = coordinators(ranked)
+            spare = (did for did in ranked[len(top) :] if self._gossip.healthy(known[did]))
+            for did in top:
+                stand_in = None if self._gossip.healthy(known[did]) else next(spare, None)
+                if stand_in is None:
+                    per_url[known[did]].append(_out(op, HOP_TO_COORDINATOR))
+                else:
+                    self.stood_in += 1
+                    per_url[known[stand_in]].append(_out(op, HOP_STAND_IN_PREFIX + did))
             for url in unranked:
                 per_url[url].append(_out(op, HOP_FORWARDED))
         for url, items in per_url.items():
@@ -195,14 +221,16 @@ class FanOut:
         self._gossip.offer([Outgoing(i.cid, i.jws_token, hop) for i in items], None)
 
     # the coordinator side -------------------------------------------------------
-    def forward_again(self, origin_url: str, ops: list[Routed]) -> None:
+    def forward_again(
+        self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
+    ) -> None:
         """Hop-"1" ops we already had: our share still relies on us."""
         if ops and self._gossip.lanes:
-            self._enqueue(origin_url, ops)
+            self._enqueue(origin_url, ops, stand_in_for)
 
-    def _enqueue(self, origin_url: str, ops: list[Routed]) -> None:
+    def _enqueue(self, origin_url: str, ops: list[Routed], stand_in_for: str | None) -> None:
         try:
-            self._queue.put_nowait((origin_url, ops))
+            self._queue.put_nowait((origin_url, ops, stand_in_for))
         except asyncio.QueueFull:
             self.not_forwarded += len(ops)
             log.warning("fan-out: forward queue full; %d ops not forwarded", len(ops))
@@ -224,16 +252,18 @@ class FanOut:
 
     async def _run(self) -> None:
         while True:
-            origin_url, ops = await self._queue.get()
+            origin_url, ops, stand_in_for = await self._queue.get()
             try:
-                await self._forward(origin_url, ops)
+                await self._forward(origin_url, ops, stand_in_for)
             except Exception:  # one bad batch must not end forwarding
                 log.exception("fan-out: forwarding for %s failed", origin_url)
             finally:
                 self._queue.task_done()
 
-    async def _forward(self, origin_url: str, ops: list[Routed]) -> None:
-        me = self._self_did()
+    async def _forward(
+        self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
+    ) -> None:
+        me = stand_in_for or self._self_did()
         if me is None:
             self.not_forwarded += len(ops)
             return

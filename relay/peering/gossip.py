@@ -262,6 +262,11 @@ class Gossip:
             if url != source:
                 lane.offer(items)
 
+    def healthy(self, url: str) -> bool:
+        """``url`` has not failed since its last success (fan-out picks
+        stand-ins for coordinators that have)."""
+        return self._backoff.failures(url) == 0
+
     def send(self, url: str, items: list[Outgoing]) -> None:
         """``url``'s lane only (rendezvous routing); no lane, nothing sent."""
         lane = self.lanes.get(url)

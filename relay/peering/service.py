@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from peer.base import (
-    HOP_TO_COORDINATOR,
     RELAY_SENDER_HEADER,
     PeerClient,
     PeerConfig,
+    coordinator_hop,
     parse_peer_configs,
 )
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
@@ -166,12 +166,12 @@ class Peering:
             if result.reason is None or not result.reason.is_dependency:
                 self.fanout.arrivals.pop(token)  # routed already, or never will be
             if (
-                result.status is Status.DUPLICATE and source and hop == HOP_TO_COORDINATOR
+                result.status is Status.DUPLICATE and source and coordinator_hop(hop)[0]
                 and result.chain_id
             ):  # fmt: skip
                 again.append(Routed(result.cid, token, result.chain_id))
         if source is not None:
-            self.fanout.forward_again(source, again)
+            self.fanout.forward_again(source, again, coordinator_hop(hop)[1])
         return results
 
     # the push side: who is pushing, and what not to push back -------------------

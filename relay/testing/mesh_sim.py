@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from peer import AsgiMeshTransport, PeerConfig
+from peer.base import FANOUT_HOP_HEADER
 from peer.sync_http import HttpSyncClient
 from relay import Relay, create_relay
 from relay.dumplog import dump_log
@@ -39,7 +40,7 @@ from relay.protocol import decode_jws
 
 from .mesh_stats import Push
 
-HOP_HEADER = "dfos-relay-hop"  # the fan-out build's header (peer/base.py FANOUT_HOP_HEADER)
+HOP_HEADER = FANOUT_HOP_HEADER
 DIRECT = 10**6  # fanout_direct_max that keeps direct push to every peer
 
 

@@ -5,6 +5,7 @@ reconciliation repairs what its shares missed; discovery learns the mesh."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from dataclasses import replace
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from peer import PeerConfig
 from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
+from relay.protocol import decode_jws
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
     FAST,
@@ -93,6 +95,42 @@ async def test_a_coordinator_down_leaves_gaps_that_reconciliation_repairs(tmp_pa
         await mesh.settle_gossip()
         await assert_converged(mesh)
         assert mesh.peering(0).fanout.not_forwarded == 0
+
+
+async def test_a_coordinator_seen_failing_is_stood_in_for_so_its_share_still_gets_ops(
+    tmp_path: Path,
+) -> None:
+    first = mixed_workload(30, seed=24, now_ms=PAST_MS)
+    later = mixed_workload(60, seed=25, now_ms=PAST_MS + 10**9)
+    async with in_process_mesh(
+        tmp_path, N, config=RENDEZVOUS, record_posts=True, **GOSSIP_ONLY
+    ) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        down = mesh.urls[3]
+        mesh.transport.down(down)
+        await post_all(mesh.http, mesh.urls[0], first)  # the origin learns relay 3 fails
+        for _ in range(200):
+            if not mesh.peering(0).gossip.healthy(down):
+                break
+            await asyncio.sleep(0.01)
+        assert not mesh.peering(0).gossip.healthy(down)
+        await post_all(mesh.http, mesh.urls[0], later)
+        await mesh.settle_gossip()
+        later_cids = {decode_jws(t).header["cid"] for t in later}
+        others = [url for i, url in enumerate(mesh.urls[1:], 1) if i != 3]
+        missing: dict[str, int] = {}
+        for _ in range(100):  # forwards of ops that waited for a dependency come later
+            await mesh.settle_gossip()
+            have = [{e["cid"] for e in await global_log(mesh.http, url)} for url in others]
+            missing = {url: len(later_cids - h) for url, h in zip(others, have, strict=True)}
+            if not any(missing.values()):
+                break
+            await asyncio.sleep(0.1)
+        assert not any(missing.values()), missing  # no holes: stand-ins forwarded the share
+        assert mesh.peering(0).fanout.stood_in > 0
+        stand_in_hops = {p.hop for p in mesh.transport.posts if p.hop and p.hop.startswith("1:")}
+        assert stand_in_hops == {"1:" + mesh.relays[3].did}  # standing in for relay 3 only
 
 
 async def test_discovery_learns_the_peers_of_peers_within_its_bound(tmp_path: Path) -> None:

@@ -75,3 +75,12 @@ def test_a_coordinator_finds_its_share_from_the_origins_list_alone() -> None:
     for did, share in shares(ranked).items():
         assert share_of(did, reversed(dids), "chain", "cid") == share
     assert share_of(ranked[-1], dids, "chain", "cid") is None  # not a coordinator
+
+
+def test_the_hop_header_names_a_coordinator_or_the_one_a_stand_in_replaces() -> None:
+    from peer.base import coordinator_hop
+
+    assert coordinator_hop("1") == (True, None)
+    assert coordinator_hop("1:did:dfos:abc") == (True, "did:dfos:abc")
+    for other in (None, "2", "", "1:", "1:nodid", "1:did:" + "x" * 200, "1:did:a\nb"):
+        assert coordinator_hop(other) == (False, None), other
