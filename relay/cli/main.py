@@ -50,6 +50,13 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def store_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    """``--store``, else ``DFOS_RELAY_STORE``, else the default."""
+    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX
+
+    return str(args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from relay.settings import add_serve_arguments
 
@@ -168,12 +175,12 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.transfer import TransferError, dump_command, import_command
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+    from relay.settings import SettingsError
 
     try:
         if args.command == "dump-log":
             return asyncio.run(dump_command(args.url, args.output, resume=not args.no_resume))
-        store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+        store = store_url(args, env)
         return asyncio.run(import_command(args.file, store))
     except SettingsError as exc:
         return _fail(args.command, exc, EXIT_USAGE)
@@ -199,7 +206,7 @@ def _split(text: str | None) -> list[str]:
 
 def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.feed import FollowError, follow_command, reset_epoch_command
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+    from relay.settings import SettingsError
 
     try:
         if args.command == "follow":
@@ -208,7 +215,7 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 _split(args.authors), not args.no_live, args.retries,
             )  # fmt: skip
         else:
-            store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+            store = store_url(args, env)
             coro = reset_epoch_command(store)
         return asyncio.run(coro)
     except SettingsError as exc:
@@ -222,7 +229,7 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.reconcile import ReconcileCommandError, reconcile_command
     from relay.scope import ScopeError, parse_scope
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError, parse_duration
+    from relay.settings import SettingsError, parse_duration
 
     try:
         window = parse_duration(args.window) if args.window is not None else None
@@ -232,7 +239,7 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         scope = parse_scope(args.scope) if args.scope is not None else None
     except ScopeError as exc:
         return _fail("reconcile", f"--scope: {exc}", EXIT_USAGE)
-    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    store = store_url(args, env)
     try:
         coro = reconcile_command(
             args.url, store, args.direction or "both", window, args.json, scope=scope
@@ -248,9 +255,9 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.verify import VerifyError, verify_store_command
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+    from relay.settings import SettingsError
 
-    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    store = store_url(args, env)
     try:
         return asyncio.run(verify_store_command(store))
     except SettingsError as exc:
@@ -263,9 +270,9 @@ def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _peers(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.peers import PeersError, peers_command
-    from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX, SettingsError
+    from relay.settings import SettingsError
 
-    store = args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL
+    store = store_url(args, env)
     try:
         return asyncio.run(peers_command(store, args.json))
     except SettingsError as exc:
