@@ -109,6 +109,11 @@ class PostgresStore(SqlStore):
         if self._pool is not None:
             return
         settings = {"search_path": self.schema} if self.schema else {}
+        if "plan_cache_mode" not in self.dsn:  # the URL's query may choose otherwise
+            # The sequencing reads take arrays whose sizes vary round to round
+            # and a raw-op buffer that swells and drains; a cached generic plan
+            # read a shuffled stream ~1.6x slower (bench/README.md).
+            settings["plan_cache_mode"] = "force_custom_plan"
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,

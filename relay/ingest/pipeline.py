@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
 from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
-from relay.rules.classify import classify, dependency_rank
+from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
@@ -44,6 +44,7 @@ from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import identity_did_hint, ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
+from .order import causal_order, wake_keys
 from .parallel import PrecheckPool
 from .policy import Held, Refused, WriteGate
 from .precheck import precheck_round, precheck_submitted
@@ -251,7 +252,7 @@ class _Sequencing:
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
         while round_:
-            round_.sort(key=lambda item: dependency_rank(item[1].kind, item[1].payload))
+            round_ = causal_order(round_)
             # The buffer's fill level comes with the first round's reads.
             pending = await self.view.prefetch(_needs(round_), count_pending=first)
             if not (first and self._prechecked):  # a request's ops were, before the session
@@ -360,15 +361,33 @@ class _Sequencing:
         self._waiting[key].add(sub.cid)
 
     async def _wake(self, keys: list[str]) -> list[tuple[int | None, Submitted]]:
-        if not keys:
-            return []
+        """The ops waiting for ``keys``, and, transitively, those waiting for
+        what these would satisfy: a whole cascade is attempted in one round
+        (in causal order) rather than one round per level. An op woken too
+        early just waits again."""
         next_round: dict[str, tuple[int | None, Submitted]] = {}
-        for key in keys:
-            for cid in self._waiting.pop(key, ()):
-                index, sub, _ = self._parked.pop(cid)
-                next_round[cid] = (index, sub)
-        stored = await self.view.session.take_waiting(keys) if self._buffered_waiting else []
-        for pending in stored:
+        seen: set[str] = set()
+        frontier = [key for key in dict.fromkeys(keys)]
+        while frontier:
+            seen.update(frontier)
+            found: list[Submitted] = []
+            for key in frontier:
+                for cid in self._waiting.pop(key, ()):
+                    index, sub, _ = self._parked.pop(cid)
+                    next_round[cid] = (index, sub)
+                    found.append(sub)
+            found.extend(await self._take_stored(frontier, next_round))
+            frontier = [key for sub in found for key in wake_keys(sub) if key not in seen]
+            frontier = list(dict.fromkeys(frontier))
+        return list(next_round.values())
+
+    async def _take_stored(
+        self, keys: list[str], next_round: dict[str, tuple[int | None, Submitted]]
+    ) -> list[Submitted]:
+        if not self._buffered_waiting:
+            return []
+        found: list[Submitted] = []
+        for pending in await self.view.session.take_waiting(keys):
             cid = pending.cid
             # What this session learnt about an op is fresher than the buffer's note.
             if cid in next_round or cid in self._parked or cid in self.view.batch.resolved_cids:
@@ -378,7 +397,8 @@ class _Sequencing:
             prepared = cached if hit else prepare(pending.jws_token)
             if isinstance(prepared, Submitted):
                 next_round[cid] = (None, prepared)
-        return list(next_round.values())
+                found.append(prepared)
+        return found
 
 
 def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:

@@ -133,7 +133,10 @@ class Queries:
         "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
         "UNION ALL SELECT 'n', CAST(COUNT(*) AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
-        "NULL, NULL FROM raw_ops WHERE waits_for IS NOT NULL HAVING CAST(? AS boolean)"
+        # the flag also gates the scan (a one-time filter): rounds that do not
+        # ask for the count do not read the buffer
+        "NULL, NULL FROM raw_ops WHERE CAST(? AS boolean) AND waits_for IS NOT NULL "
+        "HAVING CAST(? AS boolean)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

@@ -106,7 +106,7 @@ class SqlSession:
                 q.token_hashes,
             )
         ]
-        params.append(q.count_pending)
+        params += [q.count_pending, q.count_pending]
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
