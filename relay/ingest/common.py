@@ -17,6 +17,7 @@ from relay.protocol import (
     ProtocolError,
     SignatureError,
     cid_of,
+    split_kid,
 )
 from relay.rules.outcomes import Rejected, RejectReason
 
@@ -117,3 +118,15 @@ def check_idempotency(sub: Submitted, view: StateView) -> Duplicate | Rejected |
 
 def deleted_identity(did: str, role: str) -> Rejected:
     return Rejected(RejectReason.DELETED_IDENTITY, f"{role} {did} is deleted")
+
+
+def kid_did(sub: Submitted) -> str | None:
+    """The DID part of the op's ``kid`` (``<did>#<key id>``), if it has one;
+    not verified (prefetch hints and causal ordering use it)."""
+    kid = sub.decoded.kid
+    if not isinstance(kid, str) or "#" not in kid:
+        return None
+    try:
+        return split_kid(kid)[0]
+    except ProtocolError:
+        return None

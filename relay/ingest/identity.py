@@ -14,7 +14,6 @@ from relay.protocol import (
     IdentityState,
     ProtocolError,
     VerifiedIdentityOp,
-    split_kid,
     verify_identity_extension,
     verify_identity_genesis,
 )
@@ -29,21 +28,11 @@ from .common import (
     check_idempotency,
     depends_on_did,
     depends_on_op,
+    kid_did,
     missing,
     rejection_for,
 )
 from .view import StateView
-
-
-def identity_did_hint(sub: Submitted) -> str | None:
-    """The DID an identity extension claims through its kid (for prefetch)."""
-    kid = sub.decoded.kid
-    if not isinstance(kid, str) or "#" not in kid:
-        return None
-    try:
-        return split_kid(kid)[0]
-    except ProtocolError:
-        return None
 
 
 def ingest_identity(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
@@ -70,7 +59,7 @@ def ingest_identity(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
 def _verify_extension(
     sub: Submitted, view: StateView, previous: object, now_ms: int
 ) -> VerifiedIdentityOp | Rejected:
-    did = identity_did_hint(sub)
+    did = kid_did(sub)
     if did is None:
         return Rejected(RejectReason.MALFORMED, "identity extension kid must be a DID URL")
     if not isinstance(previous, str):

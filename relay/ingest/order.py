@@ -14,22 +14,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TypeVar
 
-from relay.protocol import ProtocolError, did_from_genesis_cid, split_kid
+from relay.protocol import ProtocolError, did_from_genesis_cid
 from relay.rules.classify import dependency_rank
 
-from .common import Submitted, depends_on_did, depends_on_op
+from .common import Submitted, depends_on_did, depends_on_op, kid_did
 
 _I = TypeVar("_I")
 
 
 def identity_did(sub: Submitted) -> str | None:
     """The DID an identity op belongs to: its genesis CID's, or its kid's."""
-    kid = sub.decoded.kid
-    if isinstance(kid, str) and "#" in kid:
-        try:
-            return split_kid(kid)[0]
-        except ProtocolError:
-            return None
+    if (did := kid_did(sub)) is not None:
+        return did
     if sub.payload.get("previousOperationCID") is not None:
         return None
     try:
@@ -46,16 +42,6 @@ def wake_keys(sub: Submitted) -> tuple[str, ...]:
         if did is not None:
             return (depends_on_op(sub.cid), depends_on_did(did))
     return (depends_on_op(sub.cid),)
-
-
-def _signer_did(sub: Submitted) -> str | None:
-    kid = sub.decoded.kid
-    if not isinstance(kid, str) or "#" not in kid:
-        return None
-    try:
-        return split_kid(kid)[0]
-    except ProtocolError:
-        return None
 
 
 def causal_order(round_: Sequence[tuple[_I, Submitted]]) -> list[tuple[_I, Submitted]]:
@@ -82,7 +68,7 @@ def causal_order(round_: Sequence[tuple[_I, Submitted]]) -> list[tuple[_I, Submi
             if isinstance(value, str) and (m := by_cid.get(value)) is not None:
                 out.append(m)
         if sub.kind != "identity-op":
-            for did in (_signer_did(sub), payload.get("did")):
+            for did in (kid_did(sub), payload.get("did")):
                 if isinstance(did, str):
                     out.extend(identities.get(did, ()))
         return out

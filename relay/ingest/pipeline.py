@@ -39,10 +39,10 @@ from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
-from .common import Accepted, Duplicate, Outcome, Submitted
+from .common import Accepted, Duplicate, Outcome, Submitted, kid_did
 from .content import ingest_content
 from .countersign import ingest_countersign
-from .identity import identity_did_hint, ingest_identity
+from .identity import ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .order import causal_order, wake_keys
 from .parallel import PrecheckPool
@@ -411,7 +411,7 @@ def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:
             value = payload.get(field)
             if isinstance(value, str):
                 needs.cids.add(value)
-        did = identity_did_hint(sub) if sub.kind == "identity-op" else payload.get("did")
+        did = kid_did(sub) if sub.kind == "identity-op" else payload.get("did")
         if isinstance(did, str):
             needs.dids.add(did)
             if sub.kind == "beacon":

@@ -39,12 +39,9 @@ class ScopedItems:
         if found is not None:
             self._sets.move_to_end(key)
             return found
-        eff = await effective_scope(self._store, scope, head)
-        items = []
-        for chain_id, kinds in eff.reads():
-            for entry in await self._store.read_chain_entries(chain_id, kinds, head):
-                items.append((entry.created_at_ms, id_from_logged_cid(entry.cid)))
-        storage = VectorStorage(items)
+        entries: list[FeedEntry] = []
+        await effective_scope(self._store, scope, head, collect=entries)
+        storage = VectorStorage((e.created_at_ms, id_from_logged_cid(e.cid)) for e in entries)
         self._sets[key] = storage
         while len(self._sets) > self._cached:
             self._sets.popitem(last=False)

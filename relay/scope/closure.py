@@ -110,23 +110,35 @@ def _credential_issuer(token: str) -> str | None:
     return None
 
 
-async def effective_scope(reader: ScopeReader, scope: Scope, until_seq: int) -> EffectiveScope:
-    """The effective scope of ``scope`` over the log up to ``until_seq``."""
+async def effective_scope(
+    reader: ScopeReader,
+    scope: Scope,
+    until_seq: int,
+    collect: list[FeedEntry] | None = None,
+) -> EffectiveScope:
+    """The effective scope of ``scope`` over the log up to ``until_seq``;
+    every entry it holds is appended to ``collect`` when given (the reads
+    that find the closure are exactly the scope's items)."""
     eff = EffectiveScope.of_intent(scope)
+    found = collect if collect is not None else []
     entries: list[FeedEntry] = []
     for did in scope.dids:
         entries.extend(await reader.read_chain_entries(did, _INTENT_DID_KINDS, until_seq))
     for content_id in scope.content_ids:
         entries.extend(await reader.read_chain_entries(content_id, _CONTENT, until_seq))
+    found.extend(entries)
     needed: set[str] = set()
     for entry in entries:
         eff.targets.add(entry.cid)
         needed |= dependencies(entry)
     for entry in entries:
         for countersign in await reader.read_chain_entries(entry.cid, _COUNTERSIGN, until_seq):
+            found.append(countersign)
             needed |= dependencies(countersign)
     for did in sorted(needed - eff.identities):
         eff.identities.add(did)
-        if not await reader.read_chain_entries(did, _IDENTITY, until_seq):
+        chain = await reader.read_chain_entries(did, _IDENTITY, until_seq)
+        if not chain:
             eff.note_missing("identity", did)
+        found.extend(chain)
     return eff
