@@ -27,7 +27,7 @@ def test_the_scope_id_ignores_order_repeats_and_separators() -> None:
     three = parse_scope(f" {CONTENT} {DID_B}\n{DID_A} ")
     assert one == two == three
     assert one.scope_id == two.scope_id and one.scope_id.startswith("scope:")
-    assert one.dids == (DID_B, DID_A) or one.dids == tuple(sorted((DID_A, DID_B)))
+    assert one.dids == tuple(sorted((DID_A, DID_B))) and one.content_ids == (CONTENT,)
     assert parse_scope(DID_A).scope_id != one.scope_id
 
 
@@ -38,16 +38,16 @@ def test_the_scope_id_ignores_order_repeats_and_separators() -> None:
         (" , ,", "empty"),
         ("did:dfos:short", "not a did:dfos DID or contentId"),
         (f"{DID_A},did:web:example.com", "not a did:dfos DID or contentId"),
-        (fake_did(1), ""),
     ],
 )
 def test_bad_scopes_are_refused_with_one_line(value: str, message: str) -> None:
-    if not message:
-        parse_scope(value)  # a well-formed single member passes
-        return
     with pytest.raises(ScopeError) as caught:
         parse_scope(value)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_single_well_formed_member_is_a_scope() -> None:
+    assert parse_scope(fake_did(1)).dids == (fake_did(1),)
 
 
 def test_an_oversized_scope_is_refused() -> None:
