@@ -15,10 +15,16 @@ of this thread from a wake-up until nine in ten of the woken subscribers
 wait again; CPU, so that a busy machine does not inflate it) and wakes
 again no sooner than ``FANOUT_SPACING`` x F later (at most
 ``MAX_WAKE_INTERVAL_S``): fan-outs then take at most about a fifth of the
-time. A cheap fan-out, or a quiet relay, wakes at once; ``known_head``
-moves at every commit, so a subscriber busy sending sees it when it looks
-next. Before waking, the hub lets the feed read the new entries once for
-all (``before_wake``).
+time. A cheap fan-out, or a quiet relay, wakes at once. Before waking, the
+hub lets the feed read the new entries once for all (``before_wake``).
+
+Woken subscribers read up to ``woken_head``, the head as of the wake-up,
+not ``known_head``, which moves at every commit while the fan-out runs:
+subscribers at one position then read the same range, and the feed's
+cache shares that range's events and framed chunks among them instead of
+building them per subscriber. The version and ``woken_head`` change
+together, so a subscriber that has read up to ``woken_head`` at version v
+has a wake-up coming for anything committed after.
 """
 
 from __future__ import annotations
@@ -58,7 +64,8 @@ class FeedHub:
         self._fanout_left = 0  # woken subscribers still to wait again
         self._event = asyncio.Event()
         self.version = 0
-        self.known_head = 0
+        self.known_head = 0  # moves at every commit
+        self.woken_head = 0  # the head as of the last wake-up: what woken subscribers read to
         self._waiters = 0
         self._poller: asyncio.Task[None] | None = None
         self._unwatch: Callable[[], Awaitable[None]] | None = None
@@ -70,8 +77,7 @@ class FeedHub:
         """Something was committed (up to ``head_seq`` when known); without
         a head (the relay stops, or a reset), wake everyone at once."""
         if head_seq is None:
-            self.version += 1
-            self._release()
+            self._release(new_version=True)
             return
         if head_seq <= self.known_head:
             return
@@ -94,7 +100,6 @@ class FeedHub:
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None
-        self.version += 1
         if self._waking is not None:
             return  # the wake-up being prepared covers this version too
         try:
@@ -120,9 +125,14 @@ class FeedHub:
             self._last_wake = asyncio.get_running_loop().time()
             self._fanout_start = time.thread_time()
             self._fanout_left = int(FANOUT_DONE * self._waiters)
-        self._release()
+        self._release(new_version=True)
 
-    def _release(self) -> None:
+    def _release(self, new_version: bool = False) -> None:
+        """Wake every waiter: with a new version (something was committed),
+        or without one (a heartbeat tick)."""
+        if new_version:
+            self.version += 1
+        self.woken_head = self.known_head
         event, self._event = self._event, asyncio.Event()
         event.set()
 

@@ -166,11 +166,15 @@ class Subscription:
         cache = self.feed.cache
         remaining = flt.limit
         eose_sent = False
+        woken = False
         while True:
-            version = hub.version  # read before the head: no wake-up can be missed
-            # the hub knows the head: every commit notifies it (this process's
-            # at once, others' by push or poll), so no store read per subscriber
-            upto = hub.known_head if flt.until_seq is None else min(hub.known_head, flt.until_seq)
+            version = hub.version  # read with the head: no wake-up can be missed
+            # the hub knows the head: every commit notifies it (this process's at
+            # once, others' by push or poll), so no store read per subscriber.
+            # Once woken, read to the head as of the wake-up, so subscribers woken
+            # together read one range (and share its events and chunks)
+            head = hub.woken_head if woken else hub.known_head
+            upto = head if flt.until_seq is None else min(head, flt.until_seq)
             while self.cursor < upto:
                 batch = await cache.read(self.epoch, self.cursor, upto, PAGE)
                 if not batch:
@@ -201,6 +205,7 @@ class Subscription:
                 return
             if not await hub.wait(version):
                 yield Heartbeat()
+            woken = True
 
     async def _scoped(self, batch: list[Event]) -> list[Event]:
         """The batch's in-scope events, each after the closure ops it brings in."""
