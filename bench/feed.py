@@ -22,7 +22,12 @@ subscriber process the other (shared with the poster). What is printed:
    to the subscriber (both on the system's monotonic clock); p50 and p99;
 3. relay RSS per subscriber: (the relay process's RSS with N idle
    subscribers - its RSS before they connected) / N (target <= 64 KiB);
-4. with ``--sweep``: subscriber counts doubling from 50, ``--sweep-ops``
+4. the delivery floor (``bench/feed_floor``): the same bytes per subscriber
+   written by a bare process to as many loopback sockets, in writes of the
+   relay's average size; its CPU time is what the kernel charges for the
+   bytes alone, so ``C / (C + floor)`` (C: the relay's CPU for the ingest
+   alone) is the best ratio any relay on one core could print here;
+5. with ``--sweep``: subscriber counts doubling from 50, ``--sweep-ops``
    ops each, while p99 <= 1 s, then the midpoint of the last step: the
    largest count tried that this machine sustains with p99 <= 1 s.
 
@@ -43,7 +48,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -51,6 +56,7 @@ from httpx_sse import aconnect_sse
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cached_workload
+from bench.feed_floor import delivery_floor
 from bench.feed_readers import run_readers
 from relay.testing.server import free_port, wait_for_relay
 
@@ -160,14 +166,27 @@ async def head_seq(url: str) -> int:
     return int(doc["changesFeed"]["headSeq"])
 
 
-async def feed_writes(url: str) -> str:
-    """How the relay sent the events: writes per subscriber, events per write."""
+async def feed_writes(url: str) -> tuple[float, float]:
+    """How the relay sent the events: (writes, events), over all subscribers."""
     async with httpx.AsyncClient(timeout=30) as http:
         text = (await http.get(f"{url}/metrics")).text
     values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line[:1] != "#")
-    writes = float(values["dfos_relay_feed_lag_operations_count"])
-    events = float(values["dfos_relay_feed_events_total"])
-    return f"{writes:,.0f} writes of {events / max(writes, 1):.0f} events on average"
+    return (
+        float(values["dfos_relay_feed_lag_operations_count"]),
+        float(values["dfos_relay_feed_events_total"]),
+    )
+
+
+class Run(NamedTuple):
+    """One run with subscribers."""
+
+    rate: float  # ops/s
+    latencies: list[float]  # s, over every (op, subscriber)
+    per_subscriber_kib: float  # relay RSS per idle subscriber
+    check: str  # what was checked and spent
+    relay_cpu_s: float  # the relay's CPU while posting
+    stream_bytes: int  # per subscriber (the median), after the response headers
+    writes: float  # the relay's writes of events, over all subscribers
 
 
 async def ingest_alone(tokens: list[str], batch: int) -> tuple[float, float, str]:
@@ -180,11 +199,7 @@ async def ingest_alone(tokens: list[str], batch: int) -> tuple[float, float, str
         return rate, cpu_total(before, after), spent
 
 
-async def with_subscribers(
-    tokens: list[str], batch: int, n: int
-) -> tuple[float, list[float], float, str, float]:
-    """(ingest rate, latencies in s, relay RSS KiB per idle subscriber, what
-    was checked and spent, the relay's CPU seconds while posting)."""
+async def with_subscribers(tokens: list[str], batch: int, n: int) -> Run:
     async with RelayProcess(max(1000, n + 10)) as relay:
         since = await head_seq(relay.url)
         before = relay.rss_kib()
@@ -206,8 +221,9 @@ async def with_subscribers(
             )
             seqs = await seqs_by_cid(relay.url, since)
             parent.send(("until", since + len(seqs), 180.0))
-            reads: list[Reads] = await _expect(parent, "done", 240)
-            writes = await feed_writes(relay.url)
+            reads: list[Reads]
+            reads, received = await _expect(parent, "done", 240)
+            writes, events = await feed_writes(relay.url)
         finally:
             await asyncio.to_thread(readers.join, 30)
             if readers.is_alive():
@@ -217,8 +233,10 @@ async def with_subscribers(
         t - commit_at[seq] for sub in reads for t, lo, hi in sub for seq in range(lo, hi + 1)
     ]
     complete = sum(1 for sub in reads if sub and sub[-1][2] == since + len(seqs))
-    check = f"{complete}/{n} subscribers got all {len(seqs)} ops, in order, once; {writes}; {spent}"
-    return rate, latencies, per_sub, check, relay_cpu
+    sent = f"{writes:,.0f} writes of {events / max(writes, 1):.0f} events on average"
+    check = f"{complete}/{n} subscribers got all {len(seqs)} ops, in order, once; {sent}; {spent}"
+    stream_bytes = int(statistics.median(received))
+    return Run(rate, latencies, per_sub, check, relay_cpu, stream_bytes, writes)
 
 
 async def _expect(conn: Connection, what: str, timeout_s: float) -> Any:
@@ -248,7 +266,7 @@ async def main() -> None:
     alone, alone_cpu, spent = await ingest_alone(tokens, args.batch)
     print(f"  without subscribers: relay CPU while posting {spent}")
     run = await with_subscribers(tokens, args.batch, args.subscribers)
-    rate, lat, per_sub, check, relay_cpu = run
+    rate, lat, per_sub, check, relay_cpu = run[:5]
     ratio = rate / alone
     print(f"ingest alone: {alone:,.0f} ops/s; with {args.subscribers} live SSE subscribers: "
           f"{rate:,.0f} ops/s; ratio {ratio:.2f} (target >= 0.8: "
@@ -260,9 +278,28 @@ async def main() -> None:
     print(f"  check: {check}")
     print(f"relay RSS per idle subscriber: {per_sub:.1f} KiB "
           f"(target <= 64: {'met' if per_sub <= 64 else 'MISSED'})")  # fmt: skip
+    print_floor(args.subscribers, run, alone_cpu)
     if args.sweep:
         best = await sweep(tokens[: args.sweep_ops], args.batch)
         print(f"sustained with p99 <= 1 s: {best} subscribers (of those tried) on this machine")
+
+
+def print_floor(n: int, run: Run, alone_cpu: float) -> None:
+    """The same bytes written by a bare process (``bench/feed_floor``): the
+    part of the feed's cost that is the kernel's, and the best ratio a relay
+    on one core could reach."""
+    chunk = max(1, int(run.stream_bytes * n / max(run.writes, 1)))
+    floor = delivery_floor(n, run.stream_bytes, chunk)
+    feed_cpu = run.relay_cpu_s - alone_cpu
+    gb = floor.sent_bytes / 1e9
+    print(f"delivery floor: a bare process writing the same {gb:.2f} GB to {n} loopback "
+          f"sockets ({chunk / 1024:.0f} KiB per write) spends {floor.cpu_s:.2f} CPU-s "
+          f"(user {floor.user_s:.2f}, system {floor.system_s:.2f})")  # fmt: skip
+    times_floor = feed_cpu / max(floor.cpu_s, 1e-9)
+    bound = alone_cpu / (alone_cpu + floor.cpu_s)
+    print(f"  the relay's feed cost {feed_cpu:.2f} CPU-s beyond the ingest alone "
+          f"({times_floor:.1f}x the floor); with the ingest at {alone_cpu:.2f} CPU-s, "
+          f"a relay on one core reaches at most {bound:.2f} of its rate alone")  # fmt: skip
 
 
 async def sweep(tokens: list[str], batch: int) -> int:
@@ -270,7 +307,8 @@ async def sweep(tokens: list[str], batch: int) -> int:
     midpoint between the last that held and the first that did not."""
 
     async def holds(n: int) -> bool:
-        _, lat, _, check, _ = await with_subscribers(tokens, batch, n)
+        run = await with_subscribers(tokens, batch, n)
+        lat, check = run.latencies, run.check
         p99 = pct(lat, 99)
         print(f"  {n} subscribers, {len(tokens)} ops: p50 {pct(lat, 50) * 1000:.0f} ms, "
               f"p99 {p99 * 1000:.0f} ms; {check}")  # fmt: skip

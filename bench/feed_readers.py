@@ -8,7 +8,8 @@ one process keeps up with many subscribers and takes little of the CPU the
 relay needs: the benchmark measures the relay. It notes (time, first seq, last seq) per read
 and checks that seqs arrive once each, in order. The parent is told
 ``("ready", None)`` once every reader has had its first ``eose``, then sends
-``("until", last_seq, timeout_s)``, and gets ``("done", reads)`` back.
+``("until", last_seq, timeout_s)``, and gets ``("done", (reads, bytes))``
+back: per reader its reads, and the bytes of stream it received.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Reader:
         self.next = since + 1
         self.ready = asyncio.Event()
         self.reads: list[tuple[float, int, int]] = []
+        self.bytes = 0  # of the stream after its headers: what the delivery floor re-sends
         self.error: str | None = None
 
     async def follow(self, port: int, since: int) -> None:
@@ -55,6 +57,7 @@ class Reader:
                 if not data:
                     raise RuntimeError("the relay closed the stream")
                 now = time.monotonic()
+                self.bytes += len(data)
                 first, last = data.find(b"\n"), data.rfind(b"\n")
                 if first < 0:
                     tail += data
@@ -113,7 +116,7 @@ async def _readers(port: int, n: int, since: int, conn: Connection) -> None:
     if errors:
         conn.send(("error", f"{len(errors)} readers failed, e.g. {errors[0]}"))
         return
-    conn.send(("done", [r.reads for r in readers]))
+    conn.send(("done", ([r.reads for r in readers], [r.bytes for r in readers])))
 
 
 def run_readers(port: int, n: int, since: int, conn: Connection) -> None:
