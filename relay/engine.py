@@ -297,7 +297,8 @@ class Relay:
         /admin/peers/reconcile``); its report as JSON-ready data (KeyError:
         not a configured peer)."""
         url = peer_url.rstrip("/")
-        if self.peering is None or url not in {p.url for p in self.peer_states()}:
+        configured = {p.url for p in self.peer_states() if p.configured}
+        if self.peering is None or url not in configured:
             raise KeyError(peer_url)
         config = getattr(self.peering, "config", None)
         scope = getattr(config, "scope", None)  # a scoped mirror reconciles its scope

@@ -139,7 +139,7 @@ def _ban(outcome: BanOutcome | BanListing) -> dict[str, Any]:
 
 
 def _peer(state: PeerState, cursors: dict[str, str]) -> dict[str, Any]:
-    return {
+    out = {
         "url": state.url,
         "behaviours": list(state.behaviours),
         "failures": state.failures,
@@ -149,6 +149,9 @@ def _peer(state: PeerState, cursors: dict[str, str]) -> dict[str, Any]:
         "logCursor": cursors.get(state.url),
         "feedToken": cursors.get(state.url + FEED_CURSOR_SUFFIX),
     }
+    if state.discovered_did is not None:  # learned from a peer's well-known list
+        out["discovered"] = {"did": state.discovered_did}
+    return out
 
 
 # -- handlers ----------------------------------------------------------------------

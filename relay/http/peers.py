@@ -1,5 +1,6 @@
 """``GET /peers`` (additive, read-only): the replication ledger per
-configured peer, with each link's state, tokens, lag and last error.
+configured peer (and each peer discovery learned, marked ``discovered``),
+with each link's state, tokens, lag and last error.
 
 Who may read it: with no operator configured (no ``--admin-did``), only
 loopback clients (127.0.0.0/8, ::1; behind a trusted proxy, the forwarded
@@ -23,6 +24,7 @@ from starlette.responses import JSONResponse
 
 from relay.admin import AdminRefused
 from relay.limits import client_ip
+from relay.peering.api import PeerState
 from relay.peering.link_view import LinkView
 
 from .admin import admin_caller
@@ -65,14 +67,16 @@ def link_json(view: LinkView) -> dict[str, Any]:
     }
 
 
-def peers_json(
-    configured: list[tuple[str, tuple[str, ...]]], views: list[LinkView]
-) -> list[dict[str, Any]]:
-    """Configured peers in order, then peers only the ledger still names."""
-    peers: dict[str, dict[str, Any]] = {
-        url: {"url": url, "behaviours": list(behaviours), "links": []}
-        for url, behaviours in configured
-    }
+def peers_json(states: list[PeerState], views: list[LinkView]) -> list[dict[str, Any]]:
+    """Configured peers in order, then the peers discovery learned (marked
+    ``discovered`` with the DID they were advertised with),
+    then peers only the ledger still names."""
+    peers: dict[str, dict[str, Any]] = {}
+    for state in states:
+        entry: dict[str, Any] = {"url": state.url, "behaviours": list(state.behaviours)}
+        if state.discovered_did is not None:
+            entry["discovered"] = {"did": state.discovered_did}
+        peers[state.url] = entry | {"links": []}
     for view in views:
         url = view.record.peer_url
         entry = peers.setdefault(url, {"url": url, "behaviours": [], "links": []})
@@ -101,5 +105,4 @@ async def _admit(request: Request) -> None:
 async def get_peers(request: Request) -> JSONResponse:
     await _admit(request)
     relay = relay_of(request)
-    configured = [(s.url, s.behaviours) for s in relay.peer_states()]
-    return JSONResponse({"peers": peers_json(configured, relay.peer_links())})
+    return JSONResponse({"peers": peers_json(relay.peer_states(), relay.peer_links())})

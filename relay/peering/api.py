@@ -14,7 +14,8 @@ from .link_view import LinkView
 
 @dataclass(frozen=True, slots=True)
 class PeerState:
-    """One configured peer as operators see it (``GET /admin/peers``)."""
+    """One peer as operators see it (``GET /admin/peers``, ``GET /peers``):
+    a configured one, or one learned by discovery (a gossip peer only)."""
 
     url: str
     behaviours: tuple[str, ...]  # gossip, read-through, sync, live, reconcile
@@ -22,6 +23,11 @@ class PeerState:
     retry_in_s: float  # backed off for this long (0: ready)
     gossip_backlog: int  # ops queued for gossip to it
     gossip_dropped: int  # ops dropped from its full queue (sync repairs them)
+    discovered_did: str | None = None  # set for a peer learned by discovery: its DID
+
+    @property
+    def configured(self) -> bool:
+        return self.discovered_did is None
 
 
 class PeeringService(Protocol):

@@ -243,22 +243,28 @@ class Peering:
         return await self.sync.sync_peer(url)
 
     def peer_states(self) -> list[PeerState]:
+        """Configured peers in order, then the peers discovery learned."""
+        names = ("gossip", "read-through", "sync", "live", "reconcile")
         states = []
         for peer in self.peers:
-            lane = self.gossip.lanes.get(peer.url)
-            names = ("gossip", "read-through", "sync", "live", "reconcile")
             flags = (peer.gossip, peer.read_through, peer.sync, peer.live, peer.reconcile)
-            states.append(
-                PeerState(
-                    peer.url,
-                    tuple(name for name, on in zip(names, flags, strict=True) if on),
-                    self.backoff.failures(peer.url),
-                    round(self.backoff.delay(peer.url), 3),
-                    lane.backlog if lane is not None else 0,
-                    lane.dropped if lane is not None else 0,
-                )
-            )
+            behaviours = tuple(name for name, on in zip(names, flags, strict=True) if on)
+            states.append(self._state(peer.url, behaviours))
+        for url, did in self.learned.items():
+            states.append(self._state(url, ("gossip",), did))
         return states
+
+    def _state(self, url: str, behaviours: tuple[str, ...], did: str | None = None) -> PeerState:
+        lane = self.gossip.lanes.get(url)
+        return PeerState(
+            url,
+            behaviours,
+            self.backoff.failures(url),
+            round(self.backoff.delay(url), 3),
+            lane.backlog if lane is not None else 0,
+            lane.dropped if lane is not None else 0,
+            did,
+        )
 
     def link_views(self) -> list[LinkView]:
         """Every link of the ledger with its lag, as of now."""

@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from peer import PeerConfig
 from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
 from relay.protocol import decode_jws
@@ -149,6 +151,16 @@ async def test_discovery_learns_the_peers_of_peers_within_its_bound(tmp_path: Pa
             assert set(mesh.peering(i).gossip.lanes) == {urls[0], *learned}
             assert set(learned.values()) <= {r.did for r in mesh.relays}
         assert mesh.peering(0).learned == {}  # nothing new to learn
+        # operators see them: GET /peers lists them after the configured peer, marked
+        listed = (await mesh.http.get(urls[1] + "/peers")).json()["peers"]
+        assert [p["url"] for p in listed] == [urls[0], *mesh.peering(1).learned]
+        assert [p.get("discovered") for p in listed] == [
+            None,
+            *({"did": did} for did in mesh.peering(1).learned.values()),
+        ]
+        assert [p["behaviours"] for p in listed[1:]] == [["gossip"], ["gossip"]]
+        with pytest.raises(KeyError):  # gossip only: not reconciled on demand
+            await mesh.relays[1].trigger_reconcile(listed[1]["url"])
         # the learned lanes carry gossip: an op posted to a spoke reaches all
         tokens = mixed_workload(10, seed=24, now_ms=PAST_MS)
         await post_all(mesh.http, urls[1], tokens)
