@@ -148,6 +148,8 @@ async def _one_connection(
                 continue
             data = json.loads(sse.data) if sse.data else {}
             if sse.event == "error":
+                if data.get("status") == 410:  # the epoch changed while we followed
+                    raise _gap(url, data)
                 raise httpx.RemoteProtocolError(f"{url}: feed error: {data.get('error')}")
             token = sse.id or None if sse.event in ("op", "eose") else None
             yield FeedEvent(sse.event, data, token)
@@ -160,14 +162,18 @@ def _raise_for(url: str, response: httpx.Response) -> None:
         body = response.text[:200]
     status = response.status_code
     if status == 410 and isinstance(body, dict):
-        raise FeedGapError(
-            f"{url}: {body.get('error')}",
-            int(body.get("minSeq", 1)),
-            str(body.get("epoch", "")),
-            str(body.get("bootstrap", "")),
-        )
+        raise _gap(url, body)
     if status in (404, 405, 501):
         raise FeedUnavailable(f"{url} serves no changes feed ({status})")
     if status >= 500:
         raise httpx.RemoteProtocolError(f"{url}: {status}")  # retried with backoff
     raise FeedRejected(status, body)
+
+
+def _gap(url: str, body: dict[str, Any]) -> FeedGapError:
+    return FeedGapError(
+        f"{url}: {body.get('error')}",
+        int(body.get("minSeq", 1)),
+        str(body.get("epoch", "")),
+        str(body.get("bootstrap", "")),
+    )

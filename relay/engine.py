@@ -286,11 +286,14 @@ class Relay:
             raise KeyError(url)
         await self.peering.resume(url.rstrip("/"), directions)
 
-    def forget_purged(self) -> None:
+    async def forget_purged(self) -> None:
         """Ops left the store (an admin purge): what this process derived
-        from them is rebuilt. Other processes sharing the store rebuild their
-        fingerprint index when they restart."""
+        from them is rebuilt, and the feed's followers are told the epoch
+        changed (at once here; other processes' at their next head poll).
+        Other processes sharing the store rebuild their fingerprint index when
+        they restart."""
         self.sync_index.invalidate()
+        await self.feed.refresh_epoch()
 
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:
         """Run set reconciliation with a configured peer now (``POST

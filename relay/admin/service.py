@@ -53,7 +53,7 @@ class AdminHost(Protocol):
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]: ...
     async def pause_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
     async def resume_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
-    def forget_purged(self) -> None: ...
+    async def forget_purged(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +118,7 @@ class Admin:
         async with store.moderating() as session:
             batch = await plan_purge(store, did, self.host.clock())
             dropped = await session.apply_moderation(batch)
-        self.host.forget_purged()
+        await self.host.forget_purged()
         seqs = [op.seq for op in batch.operations]
         return PurgeReport(
             len(batch.operations),

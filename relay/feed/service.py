@@ -1,5 +1,12 @@
 """One relay's changes feed: admission (gaps, caps), and each
-subscription's message stream (tail, bootstrap, live follow)."""
+subscription's message stream (tail, bootstrap, live follow).
+
+The epoch is watched while anyone follows: a reset of the log's seq domain
+(an admin purge, ``dfos-relay feed reset-epoch``, an import) ends every live
+subscription of the old epoch with the same 410 body a new request would get,
+so followers bootstrap again instead of tailing positions that no longer mean
+what they did. This process's purges are seen at once; other processes'
+resets at the next head poll."""
 
 from __future__ import annotations
 
@@ -36,10 +43,26 @@ class Feed:
         self.store = store
         self.config = config
         self._stream_id = stream_id
-        self.hub = FeedHub(store.log_length, config.poll_interval_s, config.heartbeat_s)
+        self.hub = FeedHub(self._poll_head, config.poll_interval_s, config.heartbeat_s)
         self.cache = EventCache(store)
         self.hub.before_wake = self._prefetch
         self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
+        self.epoch: str | None = None  # the store's epoch as last read
+
+    async def refresh_epoch(self) -> str:
+        """Read the store's epoch; on a change, wake every subscription (those
+        of the old epoch end with a 410)."""
+        epoch = await self.store.get_feed_epoch()
+        if epoch != self.epoch:
+            changed = self.epoch is not None
+            self.epoch = epoch
+            if changed:
+                self.hub.notify()
+        return epoch
+
+    async def _poll_head(self) -> int:
+        await self.refresh_epoch()  # another process may have reset it
+        return await self.store.log_length()
 
     async def _prefetch(self, head: int) -> None:
         await self.cache.prefetch(head)  # read once for every subscriber the hub wakes
@@ -48,7 +71,7 @@ class Feed:
         """The well-known ``changesFeed`` document."""
         head = await self._head()
         return {
-            "epoch": await self.store.get_feed_epoch(),
+            "epoch": await self.refresh_epoch(),
             "minSeq": self.min_seq(head),
             "headSeq": head,
             "transports": list(TRANSPORTS),
@@ -67,7 +90,7 @@ class Feed:
         """Admit a subscription or raise ``FeedError`` (410, 400, 503)."""
         if sum(self.subscribers.values()) >= self.config.max_subscribers:
             raise FeedBusy("too many subscribers; retry later", self.config.retry_after_s)
-        epoch = await self.store.get_feed_epoch()
+        epoch = await self.refresh_epoch()
         head = await self._head()
         min_seq = self.min_seq(head)
         start = 0
@@ -93,7 +116,7 @@ class Feed:
             # the closure as of where the consumer stands: it holds that much
             at = head if flt.mode == "bootstrap" else start
             tracker = ScopeTracker(self.store, await effective_scope(self.store, flt.scope, at))
-        return Subscription(self, flt, transport, epoch, start, head, tracker)
+        return Subscription(self, flt, transport, epoch, start, head, bootstrap_url, tracker)
 
 
 class Subscription:
@@ -107,6 +130,7 @@ class Subscription:
         epoch: str,
         start: int,
         head: int,
+        bootstrap_url: str,
         tracker: ScopeTracker | None = None,
     ) -> None:
         self.feed = feed
@@ -116,6 +140,7 @@ class Subscription:
         self.epoch = epoch
         self.cursor = start  # the last seq passed: sent, or filtered out before one sent
         self._head = head
+        self._bootstrap_url = bootstrap_url
         self._active = False
 
     @property
@@ -168,6 +193,7 @@ class Subscription:
         eose_sent = False
         woken = False
         while True:
+            self._check_epoch()
             version = hub.version  # read with the head: no wake-up can be missed
             # the hub knows the head: every commit notifies it (this process's at
             # once, others' by push or poll), so no store read per subscriber.
@@ -206,6 +232,17 @@ class Subscription:
             if not await hub.wait(version):
                 yield Heartbeat()
             woken = True
+
+    def _check_epoch(self) -> None:
+        """Raise ``FeedGone`` once the log's seq domain was reset under us."""
+        epoch = self.feed.epoch
+        if epoch is None or epoch == self.epoch:
+            return
+        raise FeedGone(
+            f"the log's epoch changed from {self.epoch} to {epoch} (a reset or a purge); "
+            "bootstrap again",
+            self.feed.min_seq(self.feed.hub.known_head), epoch, self._bootstrap_url,
+        )  # fmt: skip
 
     async def _scoped(self, batch: list[Event]) -> list[Event]:
         """The batch's in-scope events, each after the closure ops it brings in."""

@@ -4,7 +4,9 @@ WebSocket upgrade of the same path is ``changes_ws``.
 SSE events: ``status``, ``snapshot``, ``op`` (``id`` = the compact progress
 token, so ``Last-Event-ID`` resumes exactly), ``eose``, ``error``; a comment
 line as heartbeat. Admission failures answer before the stream starts, as a
-JSON error with its status (400, 410, 503 + ``Retry-After``).
+JSON error with its status (400, 410, 503 + ``Retry-After``); a live stream
+whose epoch changes ends with an ``error`` event carrying the 410 body and
+``"status": 410``.
 
 Events are framed by sse-starlette's ``ServerSentEvent``; op events once
 per event for all subscribers (the feed's shared cache), sent several per
@@ -102,6 +104,10 @@ async def _sse_chunks(request: Request, sub: Subscription) -> AsyncIterator[byte
                     yield chunk.data
                     sub.passed(chunk.last.seq)
                     metrics.feed_delivered(chunk.last.seq, sub.feed.hub.known_head, chunk.events)
+        except FeedError as exc:  # the epoch changed under a live follow: bootstrap again
+            count_error(request, exc)
+            body = exc.body() | {"status": exc.status}
+            yield ServerSentEvent(json.dumps(body), event="error").encode()
         except Exception as exc:
             log.warning("changes feed failed: %s", exc)
             yield _sse_event(message=None).encode()

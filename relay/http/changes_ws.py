@@ -120,6 +120,11 @@ class _Socket:
                         await self.send_frame(frame)
             except WebSocketDisconnect:
                 pass  # the socket closes (the client left, or it stalled)
+            except FeedError as exc:  # the epoch changed under a live follow
+                count_error(self.ws, exc)
+                body = exc.body() | {"status": exc.status}
+                with contextlib.suppress(WebSocketDisconnect):
+                    await self.send_frame(["CHANGES", sub_id, "ERR", body])
             except Exception as exc:
                 log.warning("changes feed failed: %s", exc)
                 with contextlib.suppress(WebSocketDisconnect):

@@ -13,11 +13,22 @@ from relay import create_relay
 from relay.admin import BAN_REFRESH_S
 from relay.audit import audit_store
 from relay.config import RelayConfig
+from relay.feed import FeedGone, Subscription, filter_from_query
 from relay.rules.outcomes import Status
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
 
 from .conftest import World
+
+
+async def _until_gone(subscription: Subscription) -> FeedGone:
+    with subscription:
+        try:
+            async for _ in subscription.messages():
+                pass
+        except FeedGone as gone:
+            return gone
+    raise AssertionError("the live subscription ended without a 410")
 
 
 async def ban(world: World, did: str, **body: Any) -> dict[str, Any]:
@@ -101,8 +112,16 @@ async def test_a_purge_removes_what_the_did_signed_and_what_hangs_off_it(world: 
     results = await world.post(b.tokens[start:])
     assert {r["status"] for r in results} == {"new"}, results
     epoch = (await world.client.get("/.well-known/dfos-relay")).json()["changesFeed"]["epoch"]
+    live = await world.relay.feed.open(
+        filter_from_query([("live", "true")], None), "sse", "http://relay/changes?mode=bootstrap"
+    )
+    following = asyncio.create_task(_until_gone(live))
 
     body = await ban(world, alice.did, reason="abuse", purge=True)
+    # the feed knows at once, and a live follower of the old epoch is told to bootstrap
+    assert world.relay.feed.epoch != epoch
+    gone = await asyncio.wait_for(following, 10)
+    assert gone.status == 410 and gone.epoch == world.relay.feed.epoch
     purge = body["purge"]
     # alice's identity op, her 2 content ops, the chain's delegated op, her op in bob's
     # chain and its descendant, beacon, artifact, her countersignature and bob's of hers

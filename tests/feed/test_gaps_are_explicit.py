@@ -1,15 +1,19 @@
 """Gaps are explicit, never silent: 410 Gone for a token of another epoch or
 a position below the replay window, 400 ahead of the head or for malformed
-input, 503 + Retry-After over the subscriber cap; on both transports."""
+input, 503 + Retry-After over the subscriber cap; on both transports. A live
+follow whose epoch changes under it ends with the same 410 body."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
 import pytest
 import websockets
+from httpx_sse import aconnect_sse
 
+from peer.feed import FeedGapError, follow
 from relay import create_relay
 from relay.config import RelayConfig
 from relay.testing.server import serve_on_loopback
@@ -36,6 +40,57 @@ async def test_token_from_before_an_epoch_reset_is_410(served: Served) -> None:
         assert ok.status_code == 200
         metrics = (await http.get(f"{served.url}/metrics")).text
     assert "dfos_relay_feed_gone_total 1.0" in metrics
+
+
+async def _sse_error_after_eose(url: str, started: asyncio.Event) -> dict[str, object]:
+    async with (
+        httpx.AsyncClient(timeout=30) as http,
+        aconnect_sse(http, "GET", f"{url}/changes", params={"live": "true"}) as source,
+    ):
+        async for sse in source.aiter_sse():
+            if sse.event == "eose":
+                started.set()
+            if sse.event == "error":
+                body: dict[str, object] = json.loads(sse.data)
+                return body
+    raise AssertionError("the stream ended without an error event")
+
+
+async def _follow_until_gap(url: str, started: asyncio.Event) -> FeedGapError:
+    try:
+        async for event in follow(url):
+            if event.kind == "eose":
+                started.set()
+    except FeedGapError as gap:
+        return gap
+    raise AssertionError("the follow ended without a gap")
+
+
+async def test_a_live_follow_ends_with_410_when_the_epoch_changes(served: Served) -> None:
+    # reset by another process (the reset-epoch command): seen at the next head poll
+    await served.relay.ingest(mixed_workload(5, seed=64, now_ms=PAST_MS))
+    old = await served.relay.store.get_feed_epoch()
+    sse_ready, follow_ready = asyncio.Event(), asyncio.Event()
+    async with websockets.connect(served.ws_url) as ws:
+        await ws.send(json.dumps(["CHANGES", "s1", {"live": True}]))
+        await ws_frames_until(ws, "s1", "EOSE")
+        sse = asyncio.create_task(_sse_error_after_eose(served.url, sse_ready))
+        client = asyncio.create_task(_follow_until_gap(served.url, follow_ready))
+        await asyncio.wait_for(asyncio.gather(sse_ready.wait(), follow_ready.wait()), 10)
+        await served.relay.store.reset_feed_epoch()
+        new = await served.relay.store.get_feed_epoch()
+        frames = await ws_frames_until(ws, "s1", "ERR")
+        sse_body, gap = await asyncio.wait_for(asyncio.gather(sse, client), 10)
+    assert new != old
+    ws_body = frames[-1][3]
+    for body in (ws_body, sse_body):
+        assert body["status"] == 410 and body["epoch"] == new and body["minSeq"] == 1
+        assert str(body["bootstrap"]).endswith("/changes?mode=bootstrap")
+        assert old in str(body["error"])
+    assert gap.epoch == new and gap.bootstrap.endswith("/changes?mode=bootstrap")
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{served.url}/metrics")).text
+    assert "dfos_relay_feed_gone_total 3.0" in metrics  # two SSE streams and the WebSocket
 
 
 async def test_ahead_of_head_and_malformed_input_are_400(served: Served) -> None:
