@@ -500,6 +500,13 @@ class FeedStore(Protocol):
         in seq order, with parent and state."""
         ...
 
+    async def read_chains_entries(
+        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        """``read_chain_entries`` of many chains in one read: their ops of one
+        of ``kinds`` with ``seq <= until_seq``, all in seq order."""
+        ...
+
     async def get_feed_epoch(self) -> str:
         """The epoch of this log's seq domain; minted on first use."""
         ...

@@ -267,6 +267,15 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         )
         return [e for e in entries if e.kind in kinds]
 
+    async def read_chains_entries(
+        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        out: list[FeedEntry] = []
+        for chain_id in set(chain_ids):
+            out.extend(await self.read_chain_entries(chain_id, kinds, until_seq))
+        out.sort(key=lambda e: e.seq)
+        return out
+
     async def get_feed_epoch(self) -> str:
         if self._epoch is None:
             self._epoch = new_epoch()

@@ -39,6 +39,10 @@ class ScopeReader(Protocol):
         self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]: ...
 
+    async def read_chains_entries(
+        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]: ...
+
 
 @dataclass(slots=True)
 class EffectiveScope:
@@ -131,14 +135,17 @@ async def effective_scope(
     for entry in entries:
         eff.targets.add(entry.cid)
         needed |= dependencies(entry)
-    for entry in entries:
-        for countersign in await reader.read_chain_entries(entry.cid, _COUNTERSIGN, until_seq):
-            found.append(countersign)
-            needed |= dependencies(countersign)
-    for did in sorted(needed - eff.identities):
+    # a countersignature's chain is its target's CID: one read for every target
+    targets = [entry.cid for entry in entries]
+    for countersign in await reader.read_chains_entries(targets, _COUNTERSIGN, until_seq):
+        found.append(countersign)
+        needed |= dependencies(countersign)
+    dids = sorted(needed - eff.identities)
+    identity_ops = await reader.read_chains_entries(dids, _IDENTITY, until_seq)
+    held = {entry.chain_id for entry in identity_ops}
+    for did in dids:
         eff.identities.add(did)
-        chain = await reader.read_chain_entries(did, _IDENTITY, until_seq)
-        if not chain:
+        if did not in held:
             eff.note_missing("identity", did)
-        found.extend(chain)
+    found.extend(identity_ops)
     return eff

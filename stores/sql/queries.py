@@ -52,6 +52,10 @@ class Queries:
     chain_entries: str = (
         f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? ORDER BY pos"
     )
+    chains_entries: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
+        "ORDER BY pos"
+    )
     get_epoch: str = "SELECT epoch FROM feed_meta WHERE id = 1"
     init_epoch: str = "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) ON CONFLICT (id) DO NOTHING"
     set_epoch: str = (

@@ -43,6 +43,8 @@ from stores.sql.links import SqlLinks
 from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
+CHAINS_PER_READ = 2000  # chain ids per batch read: bounded parameters and result sets
+
 
 class SqlStore(SqlModeration, SqlLinks):
     def __init__(self, dialect: Dialect) -> None:
@@ -147,6 +149,22 @@ class SqlStore(SqlModeration, SqlLinks):
                 self._q.chain_entries, (chain_id, self._d.lst(kinds), until_seq)
             )
         return [R.feed_entry(r) for r in rows]
+
+    async def read_chains_entries(
+        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]:
+        ids = sorted(set(chain_ids))
+        out: list[FeedEntry] = []
+        async with self._reading() as conn:
+            for i in range(0, len(ids), CHAINS_PER_READ):
+                chunk = self._d.lst(ids[i : i + CHAINS_PER_READ])
+                rows = await conn.fetch(
+                    self._q.chains_entries, (chunk, self._d.lst(kinds), until_seq)
+                )
+                out.extend(R.feed_entry(r) for r in rows)
+        if len(ids) > CHAINS_PER_READ:
+            out.sort(key=lambda e: e.seq)
+        return out
 
     async def get_feed_epoch(self) -> str:
         row = await self._one(self._q.get_epoch, ())

@@ -1,6 +1,7 @@
 """Store contract for the changes feed: seq ranges, parentless ops in
 (createdAt, CID) order bounded by a snapshot seq, a chain's entries up to a
-seq, and the log's epoch (minted once, persisted, reset on demand)."""
+seq (and many chains' in one read), and the log's epoch (minted once,
+persisted, reset on demand)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,20 @@ async def test_chain_entries_up_to_a_seq(opened: RelayStore) -> None:
     assert [(e.cid, e.parent_cid) for e in ops] == [("g", None), ("u1", "g"), ("u2", "g")]
     everything = await opened.read_chain_entries("did:dfos:a", ("identity-op", "beacon"), 5)
     assert [e.cid for e in everything] == ["g", "u1", "u2", "b1", "u3"]
+
+
+async def test_many_chains_entries_in_one_read(opened: RelayStore) -> None:
+    await append(opened, op("g", at=1), op("u1", parent="g", at=2))
+    await append(opened, op("h", "identity-op", "did:dfos:b", at=3), op("u2", parent="u1", at=4))
+    await append(opened, op("x", "identity-op", "did:dfos:c", at=5))
+    await append(opened, op("b1", "beacon", "did:dfos:b", at=6))
+    chains = ["did:dfos:b", "did:dfos:a", "did:dfos:a", "did:dfos:none"]
+    found = await opened.read_chains_entries(chains, ("identity-op",), 4)
+    assert [e.cid for e in found] == ["g", "u1", "h", "u2"]  # seq order, each once
+    assert [e.chain_id for e in found] == ["did:dfos:a", "did:dfos:a", "did:dfos:b", "did:dfos:a"]
+    kinds = ("identity-op", "beacon")
+    assert [e.cid for e in await opened.read_chains_entries(chains, kinds, 6)][-1] == "b1"
+    assert await opened.read_chains_entries([], kinds, 6) == []
 
 
 async def test_epoch_is_minted_once_and_survives_a_restart(opened: RelayStore) -> None:
