@@ -125,11 +125,8 @@ async def effective_scope(
     that find the closure are exactly the scope's items)."""
     eff = EffectiveScope.of_intent(scope)
     found = collect if collect is not None else []
-    entries: list[FeedEntry] = []
-    for did in scope.dids:
-        entries.extend(await reader.read_chain_entries(did, _INTENT_DID_KINDS, until_seq))
-    for content_id in scope.content_ids:
-        entries.extend(await reader.read_chain_entries(content_id, _CONTENT, until_seq))
+    entries = await reader.read_chains_entries(scope.dids, _INTENT_DID_KINDS, until_seq)
+    entries += await reader.read_chains_entries(scope.content_ids, _CONTENT, until_seq)
     found.extend(entries)
     needed: set[str] = set()
     for entry in entries:
