@@ -133,9 +133,10 @@ class Peering:
         never back to ``source``; the out-links' watermarks follow."""
         # No echo note here: a batch also sequences ops that were pending
         # from other peers; ``Relay.ingest`` notes the batch's own results.
-        self.out_links.offered(ops)
+        lanes = list(self.gossip.lanes)
+        self.out_links.offered(ops, to_lanes=bool(lanes))
         self.fanout.on_sequenced(ops, source, arrival_hop())
-        self.out_links.offer_done(list(self.gossip.lanes))
+        self.out_links.offer_done(lanes)
 
     async def ingest_push(
         self, tokens: Sequence[object], sender_did: str | None, hop: str | None

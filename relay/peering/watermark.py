@@ -50,10 +50,13 @@ class OutLinks:
             self._report(url)
 
     # the ingest listener -------------------------------------------------------
-    def offered(self, ops: Sequence[SequencedOp]) -> None:
-        for op in ops:
-            self._seq_of[op.jws_token] = op.seq
-            self.head = max(self.head, op.seq)
+    def offered(self, ops: Sequence[SequencedOp], to_lanes: bool = True) -> None:
+        """New ops; ``to_lanes`` false: no gossip lane will queue them, so
+        only the head moves (no per-op bookkeeping on the ingest path)."""
+        if to_lanes:
+            for op in ops:
+                self._seq_of[op.jws_token] = op.seq
+        self.head = max(self.head, max((op.seq for op in ops), default=0))
 
     def offer_done(self, urls: Sequence[str]) -> None:
         self._seq_of.clear()
