@@ -80,8 +80,12 @@ class LinkLedger:
         persist_every_ms: int = PERSIST_EVERY_MS,
         followed: Iterable[str] = (),
         in_scope: str = FULL_SCOPE,
+        pulls: bool = True,
     ) -> None:
         self._clock = clock_ms
+        # False in a worker that leaves pulling to another: its in-links are
+        # that worker's, re-read from the store at every flush (GET /peers)
+        self.pulls = pulls
         # in-links pull one scope (a scoped mirror: its scopeId), out-links push everything
         self.in_scope = in_scope
         self._every = persist_every_ms
@@ -258,10 +262,20 @@ class LinkLedger:
             self._dirty.add(key)
             log.warning("link ledger: cannot write %s: %s", key, exc)
 
+    async def _reload_in_links(self) -> None:
+        if self._store is None:
+            return
+        for record in await self._store.list_links():
+            if record.direction == "in":
+                self._links[record.key] = record
+                self._written[record.key] = record.updated_ms
+
     async def _flush_forever(self) -> None:
         while True:
             await asyncio.sleep(self._every / 1000)
             try:
                 await self.flush()
+                if not self.pulls:
+                    await self._reload_in_links()
             except Exception:  # a failed flush must not end the loop silently
                 log.exception("link ledger flush failed")

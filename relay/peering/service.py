@@ -85,7 +85,9 @@ class Peering:
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
         in_scope = FULL_SCOPE if config.scope is None else config.scope.scope_id
-        self.ledger = LinkLedger(followed=[p.url for p in peers if p.live], in_scope=in_scope)
+        self.ledger = LinkLedger(
+            followed=[p.url for p in peers if p.live], in_scope=in_scope, pulls=config.pulls
+        )
         self.out_links = OutLinks(self.ledger)
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
         self.repair.out_links = self.out_links
@@ -103,10 +105,12 @@ class Peering:
         self.gossip.start()
         self.fanout.start()
         self.directory.start()
+        if not self.config.pulls:
+            return  # another worker pulls from the peers (and announces us)
+        await self._announce_self(relay)
         self.live.start(relay)
         if isinstance(relay, ReconcilingHost):
             self.repair.start(relay)
-        await self._announce_self(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
 
