@@ -7,7 +7,9 @@ kept current with the store.
 - ``catch_up`` reads the log from the last seq this index has seen, so
   commits by other processes sharing the store (hypercorn workers on one
   Postgres) are in before a round is answered. A log shorter than what
-  the index has seen means the store was rebuilt: the index is rebuilt.
+  the index has seen means the store was rebuilt, and a new feed epoch
+  that ops may have left it (a purge, by any process): the index is
+  rebuilt in both cases.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ READ_PAGE = 20_000
 class SyncItemSource(Protocol):
     async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]: ...
     async def log_length(self) -> int: ...
+    async def get_feed_epoch(self) -> str: ...
 
 
 class FingerprintIndex:
@@ -39,6 +42,7 @@ class FingerprintIndex:
         self._store = store
         self.tree = FingerprintTree()
         self.seq = 0  # every log entry up to here is in the tree
+        self.epoch: str | None = None  # the feed epoch the tree was built in
         self.rebuild_seconds: float | None = None
         self._lock = asyncio.Lock()
         self._build: asyncio.Task[None] | None = None
@@ -72,6 +76,7 @@ class FingerprintIndex:
     async def rebuild(self) -> None:
         started = time.perf_counter()
         async with self._lock:
+            self.epoch = await self._store.get_feed_epoch()  # read first: a later purge shows
             items: list[tuple[int, bytes]] = []
             seq = 0
             while page := await self._store.read_sync_items(seq, READ_PAGE):
@@ -86,6 +91,10 @@ class FingerprintIndex:
         """Insert what the log holds past ``seq``; returns how many were read."""
         if await self._store.log_length() < self.seq:
             log.warning("the log is shorter than the index has seen; rebuilding it")
+            await self.rebuild()
+            return self.tree.size()
+        if self.epoch is not None and await self._store.get_feed_epoch() != self.epoch:
+            log.info("the feed epoch changed (a purge or a reset); rebuilding the index")
             await self.rebuild()
             return self.tree.size()
         read = 0

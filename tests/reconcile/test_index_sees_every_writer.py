@@ -1,7 +1,8 @@
 """The fingerprint index of a relay reflects commits made by any process
 sharing its store before it answers a round: two relay engines on one
 SQLite file or one Postgres schema, and `dfos-relay serve --workers 2`
-on Postgres, where a round may reach either worker."""
+on Postgres, where a round may reach either worker. Ops purged by one
+engine leave the other's index too (the purge starts a new feed epoch)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from relay import create_relay
+from relay.engine import Relay
 from relay.protocol.negentropy import Negentropy, VectorStorage, id_from_cid
 from relay.testing.workload import mixed_workload
 from stores.postgres import PostgresStore
@@ -61,6 +63,35 @@ async def test_a_second_engine_on_the_same_store_answers_with_the_firsts_commits
                     )
                 )
             assert need == {id_from_cid(c) for c in cids}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_purge_by_one_engine_leaves_the_others_index(tmp_path: Path, backend: str) -> None:
+    from relay.admin.purge import plan_purge
+
+    async with pg_schema() as schema:
+
+        def open_store() -> SqliteStore | PostgresStore:
+            if backend == "sqlite":
+                return SqliteStore(tmp_path / "shared.db")
+            return PostgresStore(PG_URL, schema=schema, pool_max=2)
+
+        purger, other = create_relay(open_store()), create_relay(open_store())
+        async with purger.running(), other.running():
+            await purger.ingest(mixed_workload(40, seed=72, now_ms=PAST_MS))
+            before = (await other.sync_index.ready()).size()
+            page = await purger.store.read_log(None, 1000)
+            did = next(e.chain_id for e in page.entries if e.kind == "identity-op")
+            async with purger.store.moderating() as session:
+                batch = await plan_purge(purger.store, did, PAST_MS)
+                await session.apply_moderation(batch)
+            assert batch.operations
+            after = (await other.sync_index.ready()).size()
+            assert after == before - len(batch.operations) == await count_live(other)
+
+
+async def count_live(relay: Relay) -> int:
+    return len((await relay.store.read_log(None, 10_000)).entries)
 
 
 async def test_every_worker_answers_with_every_workers_commits(postgres_schema_url: str) -> None:
