@@ -290,8 +290,8 @@ class Relay:
         """Ops left the store (an admin purge): what this process derived
         from them is rebuilt, and the feed's followers are told the epoch
         changed (at once here; other processes' at their next head poll).
-        Other processes sharing the store rebuild their fingerprint index when
-        they restart."""
+        Other processes sharing the store rebuild their fingerprint index at
+        its next use, when they see the new epoch."""
         self.sync_index.invalidate()
         await self.feed.refresh_epoch()
 
