@@ -51,7 +51,7 @@ def store_from_url(url: str, source: str = "--store") -> RelayStore:
 
 
 def peering_from_settings(settings: ServeSettings, pulls: bool = True) -> PeeringService | None:
-    """``pulls``: this process runs the pull side (see ``PeeringConfig.pulls``)."""
+    """``pulls``: this process follows and polls peers (``PeeringConfig.pulls``)."""
     if not settings.peers:
         return None
     try:
@@ -75,7 +75,7 @@ def relay_from_settings(settings: ServeSettings, pulls: bool = True) -> Relay:
 def create_app(env: Mapping[str, str]) -> Any:
     """The ASGI app of a relay configured by ``DFOS_RELAY_*`` in ``env``.
     Of the workers of ``dfos-relay serve --workers N`` (each told its index
-    in ``DFOS_RELAY_WORKER_INDEX``) only the first pulls from peers."""
+    in ``DFOS_RELAY_WORKER_INDEX``) only the first follows and polls peers."""
     settings = parse_settings(env)
     configure_logging(settings.log_level)
     return relay_from_settings(settings, pulls=env.get(WORKER_INDEX_ENV, "0") == "0").app

@@ -80,12 +80,12 @@ class LinkLedger:
         persist_every_ms: int = PERSIST_EVERY_MS,
         followed: Iterable[str] = (),
         in_scope: str = FULL_SCOPE,
-        pulls: bool = True,
+        pulled_elsewhere: Iterable[str] = (),
     ) -> None:
         self._clock = clock_ms
-        # False in a worker that leaves pulling to another: its in-links are
-        # that worker's, re-read from the store at every flush (GET /peers)
-        self.pulls = pulls
+        # peers another worker follows or polls: their in-links are that
+        # worker's, re-read from the store at every flush (GET /peers)
+        self.pulled_elsewhere = frozenset(pulled_elsewhere)
         # in-links pull one scope (a scoped mirror: its scopeId), out-links push everything
         self.in_scope = in_scope
         self._every = persist_every_ms
@@ -266,7 +266,7 @@ class LinkLedger:
         if self._store is None:
             return
         for record in await self._store.list_links():
-            if record.direction == "in":
+            if record.direction == "in" and record.peer_url in self.pulled_elsewhere:
                 self._links[record.key] = record
                 self._written[record.key] = record.updated_ms
 
@@ -275,7 +275,7 @@ class LinkLedger:
             await asyncio.sleep(self._every / 1000)
             try:
                 await self.flush()
-                if not self.pulls:
+                if self.pulled_elsewhere:
                     await self._reload_in_links()
             except Exception:  # a failed flush must not end the loop silently
                 log.exception("link ledger flush failed")

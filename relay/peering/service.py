@@ -86,7 +86,9 @@ class Peering:
         self.sync.repair = self.repair
         in_scope = FULL_SCOPE if config.scope is None else config.scope.scope_id
         self.ledger = LinkLedger(
-            followed=[p.url for p in peers if p.live], in_scope=in_scope, pulls=config.pulls
+            followed=[p.url for p in peers if p.live],
+            in_scope=in_scope,
+            pulled_elsewhere=() if config.pulls else [p.url for p in peers if p.live or p.sync],
         )
         self.out_links = OutLinks(self.ledger)
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
@@ -105,12 +107,12 @@ class Peering:
         self.gossip.start()
         self.fanout.start()
         self.directory.start()
+        if isinstance(relay, ReconcilingHost):
+            self.repair.start(relay)  # every worker: its runs also clear its own gossip losses
         if not self.config.pulls:
-            return  # another worker pulls from the peers (and announces us)
+            return  # another worker follows and polls the peers (and announces us)
         await self._announce_self(relay)
         self.live.start(relay)
-        if isinstance(relay, ReconcilingHost):
-            self.repair.start(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
 
