@@ -39,6 +39,7 @@ from stores.base import (
     StateQuery,
     StateRows,
     UnknownCursorError,
+    waits_for_op,
 )
 from stores.epoch import new_epoch
 from stores.memory_admin import MemoryAdmin, live_after
@@ -162,11 +163,14 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
         found: list[PendingOp] = []
-        for key in keys:
+        frontier = list(keys)
+        while frontier:
+            key = frontier.pop()
             for cid in self._waiters.pop(key, ()):
                 op = self._pending.get(cid)
                 if op is not None and op.waits_for == key:
                     found.append(op)
+                    frontier.append(waits_for_op(cid))
         return found
 
     async def count_pending(self) -> int:
