@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stores.base import CommitBatch, PendingOp, RelayStore, StateQuery
 from tests.stores.conftest import append, commit, op
 
@@ -86,6 +88,18 @@ async def test_taking_follows_a_parked_chain(opened: RelayStore) -> None:
         assert await s.take_waiting(["did:dfos:c3"]) == [waiting["d"]]
         cycle = await s.take_waiting(["op:k1"])
         assert sorted(p.cid for p in cycle) == ["k1", "k2"]
+
+
+async def test_a_failed_session_takes_nothing_away(opened: RelayStore) -> None:
+    waiting = {"w": PendingOp("w", "tok.w", "op:p"), "v": PendingOp("v", "tok.v", "op:w")}
+    await commit(opened, CommitBatch(waiting=waiting))
+    with pytest.raises(RuntimeError):
+        async with opened.sequencing() as s:
+            assert len(await s.take_waiting(["op:p"])) == 2
+            raise RuntimeError("the session fails before its commit")
+    async with opened.sequencing() as s:
+        taken = await s.take_waiting(["op:p"])
+        assert sorted(taken, key=lambda p: p.cid) == [waiting["v"], waiting["w"]]
 
 
 async def test_waiting_without_prior_raw_buffering(opened: RelayStore) -> None:
