@@ -47,6 +47,11 @@ ChainKind = Literal["identity", "content"]
 DependencyKey = str
 
 
+def waits_for_op(cid: str) -> DependencyKey:
+    """The key of the ops waiting for ``cid`` to be sequenced."""
+    return f"op:{cid}"
+
+
 class StoreError(Exception):
     """A backend failure the relay cannot work around (I/O, schema, corruption)."""
 
@@ -350,7 +355,12 @@ class SequencingSession(Protocol):
         """All reads of ``query`` at once (see ``StateQuery`` for the links followed)."""
         ...
 
-    async def take_waiting(self, keys: Collection[DependencyKey]) -> list[PendingOp]: ...
+    async def take_waiting(self, keys: Collection[DependencyKey]) -> list[PendingOp]:
+        """The buffered ops waiting for ``keys`` and, transitively, those waiting
+        for ``waits_for_op(cid)`` of an op taken: a parked chain comes out in one
+        call, not one per link. A session takes each op at most once."""
+        ...
+
     async def count_pending(self) -> int: ...
     async def commit(self, batch: CommitBatch) -> int:
         """Apply ``batch`` atomically; returns the log's head seq after it (the

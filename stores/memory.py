@@ -39,6 +39,7 @@ from stores.base import (
     StateQuery,
     StateRows,
     UnknownCursorError,
+    waits_for_op,
 )
 from stores.epoch import new_epoch
 from stores.memory_admin import MemoryAdmin, live_after
@@ -67,6 +68,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._received: dict[str, int] = {}
         self._pending: dict[str, PendingOp] = {}
         self._waiters: dict[str, set[str]] = defaultdict(set)
+        # CIDs taken by the current sequencing session (the index is left as
+        # is, so a session that fails takes nothing away from the next one)
+        self._taken: set[str] = set()
         self._blobs: dict[tuple[str, str], bytes] = {}
         self._cursors: dict[str, str] = {}
         self._identity: RelayIdentityRecord | None = None
@@ -130,6 +134,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     @asynccontextmanager
     async def sequencing(self) -> AsyncIterator[MemoryStore]:
         async with self._lock:
+            self._taken = set()
             yield self
 
     async def read_state(self, query: StateQuery) -> StateRows:
@@ -162,11 +167,14 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
         found: list[PendingOp] = []
-        for key in keys:
-            for cid in self._waiters.pop(key, ()):
+        frontier = list(keys)
+        while frontier:
+            for cid in self._waiters.get(frontier.pop(), ()):
                 op = self._pending.get(cid)
-                if op is not None and op.waits_for == key:
+                if op is not None and cid not in self._taken:
+                    self._taken.add(cid)
                     found.append(op)
+                    frontier.append(waits_for_op(cid))
         return found
 
     async def count_pending(self) -> int:
@@ -220,6 +228,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         old = self._pending.pop(cid, None)
         if old is not None and (waiters := self._waiters.get(old.waits_for)) is not None:
             waiters.discard(cid)
+            if not waiters:
+                del self._waiters[old.waits_for]
         return old
 
     # changes feed ------------------------------------------------------------

@@ -114,6 +114,11 @@ class PostgresStore(SqlStore):
             # and a raw-op buffer that swells and drains; a cached generic plan
             # read a shuffled stream ~1.6x slower (bench/README.md).
             settings["plan_cache_mode"] = "force_custom_plan"
+        if "jit" not in self.dsn:
+            # JIT compiles when a plan's cost estimate is high, and estimates over
+            # a buffer table that fills before autovacuum analyses it are wild:
+            # a 0.1 ms recursive buffer read spent ~170 ms compiling.
+            settings["jit"] = "off"
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,

@@ -20,6 +20,7 @@ from relay.protocol import (
     split_kid,
 )
 from relay.rules.outcomes import Rejected, RejectReason
+from stores.base import waits_for_op
 
 from .view import StateView
 
@@ -63,7 +64,7 @@ Outcome = Accepted | Duplicate | Rejected
 
 
 def depends_on_op(cid: str) -> str:
-    return f"op:{cid}"
+    return waits_for_op(cid)  # the store follows these links (``take_waiting``)
 
 
 def depends_on_did(did: str) -> str:

@@ -39,7 +39,7 @@ from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
-from .common import Accepted, Duplicate, Outcome, Submitted, kid_did
+from .common import Accepted, Duplicate, Outcome, Submitted, depends_on_op, kid_did
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import ingest_identity
@@ -246,6 +246,9 @@ class _Sequencing:
         # Ops waiting in the store's buffer when the session began; the
         # session holds the sequencing lock, so if none were, none appear.
         self._buffered_waiting = 0
+        # Keys already followed in the buffer: it does not change during the
+        # session, and ``take_waiting`` followed the "op:" key of each op taken.
+        self._followed: set[str] = set()
         # Ops verified this round whose write-policy decision is pending.
         self._held: list[tuple[int | None, Submitted, OperationRecord]] = []
 
@@ -384,11 +387,14 @@ class _Sequencing:
     async def _take_stored(
         self, keys: list[str], next_round: dict[str, tuple[int | None, Submitted]]
     ) -> list[Submitted]:
-        if not self._buffered_waiting:
+        keys = [key for key in keys if key not in self._followed]
+        if not self._buffered_waiting or not keys:
             return []
+        self._followed.update(keys)
         found: list[Submitted] = []
         for pending in await self.view.session.take_waiting(keys):
             cid = pending.cid
+            self._followed.add(depends_on_op(cid))
             # What this session learnt about an op is fresher than the buffer's note.
             if cid in next_round or cid in self._parked or cid in self.view.batch.resolved_cids:
                 continue

@@ -71,9 +71,20 @@ class Queries:
     get_beacons: str = "SELECT did, cid, token, created_at_ms FROM beacons WHERE did {IN}"
     get_pairs: str = "SELECT target_cid, witness_did FROM countersigs WHERE target_cid {IN}"
     get_rejections: str = "SELECT token_hash, cid, reason FROM rejections WHERE token_hash {IN}"
+    # the ops waiting for the keys and, transitively, for "op:<cid>" of one
+    # found (``waits_for_op``); read only: the session remembers what it took
     take_waiting: str = (
-        "UPDATE raw_ops SET taken = 1 WHERE waits_for {IN} AND taken = 0 "
-        "RETURNING cid, token, waits_for"
+        "WITH RECURSIVE t(cid) AS (SELECT cid FROM raw_ops WHERE waits_for {IN} "
+        "UNION SELECT r.cid FROM raw_ops r JOIN t ON r.waits_for = 'op:' || t.cid) "
+        "SELECT r.cid, r.token, r.waits_for FROM raw_ops r JOIN t ON r.cid = t.cid"
+    )
+    # the same in the array dialect: the lateral step keeps Postgres on the
+    # waits_for index per row even before the table has statistics
+    take_waiting_arrays: str = (
+        "WITH RECURSIVE t(cid, token, waits_for) AS (SELECT cid, token, waits_for "
+        "FROM raw_ops WHERE waits_for {IN} UNION SELECT r.cid, r.token, r.waits_for "
+        "FROM t CROSS JOIN LATERAL (SELECT cid, token, waits_for FROM raw_ops "
+        "WHERE waits_for = 'op:' || t.cid OFFSET 0) AS r) SELECT cid, token, waits_for FROM t"
     )
     count_pending: str = "SELECT COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL"
     # commit

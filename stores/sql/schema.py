@@ -13,6 +13,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``rejections``     permanent rejections by token hash
 - ``raw_ops``        the store-then-verify buffer; ``waits_for`` set = pending,
                      indexed by the dependency it waits for
+                     (``taken`` is no longer written: a sequencing session
+                     remembers in memory which ops it took)
 - ``blobs``          by (creator DID, documentCID)
 - ``peer_cursors``, ``relay_identity`` (single row)
 - ``feed_meta``      the changes feed's epoch (single row, v2)

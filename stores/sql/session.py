@@ -52,6 +52,10 @@ class SqlSession:
         self._end = end
         self.done = False
         self.new_head: int | None = None  # the head seq a commit of new ops reached
+        # CIDs taken from the buffer: the session holds the sequencing lock, so
+        # the buffer cannot change under it and a set here marks them for free
+        # (a flag written per row cost a row update per parked op)
+        self._taken: set[str] = set()
 
     async def close(self) -> None:
         """Roll back unless committed (the backend calls this on exit)."""
@@ -110,7 +114,13 @@ class SqlSession:
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
-        return [R.pending_op(r) for r in await self._fetch_in(self._q.take_waiting, keys)]
+        taken: list[PendingOp] = []
+        sql = self._q.take_waiting_arrays if self._d.arrays else self._q.take_waiting
+        for row in await self._fetch_in(sql, keys):
+            if row[0] not in self._taken:
+                self._taken.add(row[0])
+                taken.append(R.pending_op(row))
+        return taken
 
     async def count_pending(self) -> int:
         return int((await self._conn.fetch(self._q.count_pending))[0][0])

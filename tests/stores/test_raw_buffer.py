@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stores.base import CommitBatch, PendingOp, RelayStore, StateQuery
 from tests.stores.conftest import append, commit, op
 
@@ -64,6 +66,40 @@ async def test_waiting_ops_are_indexed_by_dependency(opened: RelayStore) -> None
         assert (await s.read_state(StateQuery(count_pending=True))).pending == 2
         assert await s.take_waiting(["op:p2"]) == [PendingOp("w2", "tok.w2", "op:p2")]
         assert await s.take_waiting(["did:dfos:x"]) == [waiting["w3"]]
+
+
+async def test_taking_follows_a_parked_chain(opened: RelayStore) -> None:
+    # c1 <- c2 <- c3 parked link by link; d waits for an identity; x is unrelated
+    waiting = {
+        "c1": PendingOp("c1", "tok.c1", "op:c0"),
+        "c2": PendingOp("c2", "tok.c2", "op:c1"),
+        "c3": PendingOp("c3", "tok.c3", "op:c2"),
+        "d": PendingOp("d", "tok.d", "did:dfos:c3"),
+        "x": PendingOp("x", "tok.x", "op:y"),
+        # a forged cycle ends: each op comes out once
+        "k1": PendingOp("k1", "tok.k1", "op:k2"),
+        "k2": PendingOp("k2", "tok.k2", "op:k1"),
+    }
+    await commit(opened, CommitBatch(waiting=waiting))
+    async with opened.sequencing() as s:
+        taken = await s.take_waiting(["op:c0"])
+        assert sorted(taken, key=lambda p: p.cid) == [waiting[c] for c in ("c1", "c2", "c3")]
+        assert await s.take_waiting(["op:c1", "op:c0"]) == []  # taken once
+        assert await s.take_waiting(["did:dfos:c3"]) == [waiting["d"]]
+        cycle = await s.take_waiting(["op:k1"])
+        assert sorted(p.cid for p in cycle) == ["k1", "k2"]
+
+
+async def test_a_failed_session_takes_nothing_away(opened: RelayStore) -> None:
+    waiting = {"w": PendingOp("w", "tok.w", "op:p"), "v": PendingOp("v", "tok.v", "op:w")}
+    await commit(opened, CommitBatch(waiting=waiting))
+    with pytest.raises(RuntimeError):
+        async with opened.sequencing() as s:
+            assert len(await s.take_waiting(["op:p"])) == 2
+            raise RuntimeError("the session fails before its commit")
+    async with opened.sequencing() as s:
+        taken = await s.take_waiting(["op:p"])
+        assert sorted(taken, key=lambda p: p.cid) == [waiting["v"], waiting["w"]]
 
 
 async def test_waiting_without_prior_raw_buffering(opened: RelayStore) -> None:
