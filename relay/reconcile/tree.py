@@ -6,6 +6,11 @@ a prefix sum is one descent; only the final leaf (at most ``LEAF_MAX``
 items) is scanned. Leaves are linked for range iteration. Items are never
 removed (the log is append-only); a store that shrinks is re-indexed
 from scratch by the owner.
+
+Memory (issue 17): a leaf holds each item as one ``bytes`` key, the
+timestamp (biased, big-endian) then the id, which sorts like the
+``(timestamp, id)`` tuple; ``Item`` tuples are rebuilt on read. Id values
+are not kept: a partial leaf sum converts at most half a leaf.
 """
 
 from __future__ import annotations
@@ -16,19 +21,40 @@ from collections.abc import Iterable, Iterator
 
 from relay.protocol.negentropy import Item, fingerprint_of
 
-LEAF_MAX = 64
+LEAF_MAX = 32
 NODE_MAX = 64
 
 
-class _Leaf:
-    __slots__ = ("count", "keys", "next", "sum", "vals")
+_BIAS = 2**64  # timestamps in [-2**64, 2**8 * 2**64): 9 unsigned bytes
+_STAMP = 9
 
-    def __init__(self, keys: list[Item], vals: list[int]) -> None:
+
+def _key(item: Item) -> bytes:
+    return (item[0] + _BIAS).to_bytes(_STAMP, "big") + item[1]
+
+
+def _item(key: bytes) -> Item:
+    return int.from_bytes(key[:_STAMP], "big") - _BIAS, key[_STAMP:]
+
+
+def _value(key: bytes) -> int:
+    return int.from_bytes(key[_STAMP:], "little")
+
+
+class _Leaf:
+    __slots__ = ("count", "keys", "next", "sum")
+
+    def __init__(self, keys: list[bytes]) -> None:
         self.keys = keys
-        self.vals = vals
         self.count: int = len(keys)
-        self.sum: int = sum(vals)
+        self.sum: int = sum(map(_value, keys))
         self.next: _Leaf | None = None
+
+    def prefix_sum(self, index: int) -> int:
+        """The sum of the first ``index`` ids, converting the shorter side."""
+        if index <= self.count // 2:
+            return sum([int.from_bytes(k[_STAMP:], "little") for k in self.keys[:index]])
+        return self.sum - sum([int.from_bytes(k[_STAMP:], "little") for k in self.keys[index:]])
 
 
 class _Node:
@@ -41,35 +67,28 @@ class _Node:
         self.sum: int = sum(c.sum for c in children)
 
 
-def _first(node: _Leaf | _Node) -> Item:
+def _first(node: _Leaf | _Node) -> bytes:
     while isinstance(node, _Node):
         node = node.children[0]
     return node.keys[0]
-
-
-def _value(item_id: bytes) -> int:
-    return int.from_bytes(item_id, "little")
 
 
 class FingerprintTree:
     """Implements ``relay.protocol.negentropy.Storage``."""
 
     def __init__(self, items: Iterable[Item] = ()) -> None:
-        self._root: _Leaf | _Node = _Leaf([], [])
+        self._root: _Leaf | _Node = _Leaf([])
         self.load(items)
 
     # -- building ----------------------------------------------------------
     def load(self, items: Iterable[Item]) -> None:
         """Replace the contents with ``items`` (bulk build, O(n log n))."""
-        keys = sorted(set(items))
+        keys = sorted(set(map(_key, items)))
         if not keys:
-            self._root = _Leaf([], [])
+            self._root = _Leaf([])
             return
         fill = LEAF_MAX * 3 // 4  # room to grow before the first splits
-        leaves = [
-            _Leaf(chunk, [_value(i) for _, i in chunk])
-            for chunk in (keys[at : at + fill] for at in range(0, len(keys), fill))
-        ]
+        leaves = [_Leaf(keys[at : at + fill]) for at in range(0, len(keys), fill)]
         for left, right in itertools.pairwise(leaves):
             left.next = right
         level: list[_Leaf | _Node] = list(leaves)
@@ -79,28 +98,28 @@ class FingerprintTree:
 
     def insert(self, item: Item) -> bool:
         """Add ``item``; False if it was already present."""
+        key = _key(item)
         path: list[tuple[_Node, int]] = []
         node = self._root
         while isinstance(node, _Node):
-            at = bisect_right(node.mins, item) - 1
+            at = bisect_right(node.mins, key) - 1
             if at < 0:
                 at = 0
             path.append((node, at))
             node = node.children[at]
         keys = node.keys
-        pos = bisect_left(keys, item)
-        if pos < len(keys) and keys[pos] == item:
+        pos = bisect_left(keys, key)
+        if pos < len(keys) and keys[pos] == key:
             return False
-        value = int.from_bytes(item[1], "little")
-        keys.insert(pos, item)
-        node.vals.insert(pos, value)
+        value = _value(key)
+        keys.insert(pos, key)
         node.count += 1
         node.sum += value
         for parent, at in path:
             parent.count += 1
             parent.sum += value
-            if not at and item < parent.mins[0]:
-                parent.mins[0] = item
+            if not at and key < parent.mins[0]:
+                parent.mins[0] = key
         if len(keys) > LEAF_MAX:
             self._split_up(node, path)
         return True
@@ -122,7 +141,7 @@ class FingerprintTree:
 
     def item(self, index: int) -> Item:
         leaf, offset = self._locate(index)
-        return leaf.keys[offset]
+        return _item(leaf.keys[offset])
 
     def items(self, lo: int, hi: int) -> Iterator[Item]:
         if lo >= hi:
@@ -132,11 +151,12 @@ class FingerprintTree:
         remaining = hi - lo
         while leaf is not None and remaining > 0:
             chunk = leaf.keys[offset : offset + remaining]
-            yield from chunk
+            yield from map(_item, chunk)
             remaining -= len(chunk)
             leaf, offset = leaf.next, 0
 
-    def lower_bound(self, key: Item) -> int:
+    def lower_bound(self, item: Item) -> int:
+        key = _key(item)
         rank = 0
         node = self._root
         while isinstance(node, _Node):
@@ -177,7 +197,7 @@ class FingerprintTree:
                     break
                 index -= child.count
                 total += child.sum
-        return total + sum(node.vals[:index])
+        return total + node.prefix_sum(index)
 
 
 def _cap(node: _Leaf | _Node) -> int:
@@ -189,8 +209,8 @@ def _split(node: _Leaf | _Node) -> _Leaf | _Node:
     right: _Leaf | _Node
     if isinstance(node, _Leaf):
         half = len(node.keys) // 2
-        right = _Leaf(node.keys[half:], node.vals[half:])
-        del node.keys[half:], node.vals[half:]
+        right = _Leaf(node.keys[half:])
+        del node.keys[half:]
         right.next, node.next = node.next, right
     else:
         half = len(node.children) // 2
