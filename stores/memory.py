@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from array import array
 from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
@@ -43,15 +42,20 @@ from stores.base import (
 from stores.epoch import new_epoch
 from stores.memory_admin import MemoryAdmin
 from stores.memory_links import MemoryLinks
-from stores.memory_rows import Interner, StoredChain, StoredOp, live_after, thaw_state
+from stores.memory_rows import (
+    ChainSeqs,
+    Interner,
+    StoredChain,
+    StoredOp,
+    add_seq,
+    live_after,
+    seqs_of,
+    thaw_state,
+)
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
 
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
-
-
-def _positions() -> array[int]:
-    return array("q")  # 8 bytes a position, not a list slot and an int object
 
 
 def _feed_entry(op: StoredOp) -> FeedEntry:
@@ -73,7 +77,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._beacons: dict[str, BeaconRecord] = {}
         self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
         self._log: list[StoredOp | None] = []  # a row's position is its seq - 1
-        self._chain_log: dict[str, array[int]] = defaultdict(_positions)
+        self._chain_log: dict[str, ChainSeqs] = {}
         self._rejections: dict[str, Rejection] = {}
         self._raw: dict[str, str] = {}
         self._received: dict[str, int] = {}
@@ -84,7 +88,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._identity: RelayIdentityRecord | None = None
         # changes feed: parentless ops by (createdAt, CID); standalone ops by chain
         self._roots: SortedList = SortedList()
-        self._standalone_log: dict[str, array[int]] = defaultdict(_positions)
+        self._standalone_log: dict[str, ChainSeqs] = {}
         self._epoch: str | None = None
         self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
         MemoryAdmin.__init__(self)
@@ -126,16 +130,16 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return page_after([r.log_entry() for r in rows], limit, has_more=has_more)
 
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
-        positions = self._chain_log.get(chain_id, _positions())
+        seqs = seqs_of(self._chain_log, chain_id)
         start = 0
         if after is not None:
             row = self._ops.get(after)
             if row is None or row.chain_id != chain_id:
                 raise UnknownCursorError(after)
-            start = bisect.bisect_right(positions, row.seq - 1)
-        window = positions[start : start + limit]
-        entries = [r.log_entry() for p in window if (r := self._log[p]) is not None]
-        return page_after(entries, limit, has_more=start + limit < len(positions))
+            start = bisect.bisect_right(seqs, row.seq)
+        window = seqs[start : start + limit]
+        entries = [r.log_entry() for s in window if (r := self._log[s - 1]) is not None]
+        return page_after(entries, limit, has_more=start + limit < len(seqs))
 
     async def log_length(self) -> int:
         return len(self._log)
@@ -198,9 +202,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             )  # fmt: skip
             self._ops[op.cid] = row
             row.state = names.pack_state(op.state)  # after: its own CID is the row's
-            (self._chain_log if op.kind in CHAIN_KINDS else self._standalone_log)[chain_id].append(
-                pos
-            )
+            chain_log = self._chain_log if op.kind in CHAIN_KINDS else self._standalone_log
+            add_seq(chain_log, chain_id, row.seq)
             if op.parent_cid is None:
                 self._roots.add((op.created_at_ms, op.cid))
             self._log.append(row)
@@ -264,9 +267,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def read_chain_entries(
         self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]:
-        chain = self._chain_log.get(chain_id, ())
-        positions = sorted([*chain, *self._standalone_log.get(chain_id, ())])
-        entries = (_feed_entry(r) for p in positions if p < until_seq and (r := self._log[p]))
+        chain = seqs_of(self._chain_log, chain_id)
+        seqs = sorted([*chain, *seqs_of(self._standalone_log, chain_id)])
+        entries = (_feed_entry(r) for s in seqs if s <= until_seq and (r := self._log[s - 1]))
         return [e for e in entries if e.kind in kinds]
 
     async def get_feed_epoch(self) -> str:

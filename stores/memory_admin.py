@@ -23,14 +23,13 @@ from stores.base import (
     PendingOp,
 )
 from stores.epoch import new_epoch
+from stores.memory_rows import drop_seq
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
-    from array import array
-
     from sortedcontainers import SortedList
 
-    from stores.memory_rows import Interner, StoredChain, StoredOp
+    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp
 
 _T = TypeVar("_T")
 
@@ -46,8 +45,8 @@ class MemoryAdmin:
     _beacons: dict[str, BeaconRecord]
     _countersigs: dict[str, dict[str, str]]
     _log: list[StoredOp | None]
-    _chain_log: dict[str, array[int]]
-    _standalone_log: dict[str, array[int]]
+    _chain_log: dict[str, ChainSeqs]
+    _standalone_log: dict[str, ChainSeqs]
     _roots: SortedList
     _raw: dict[str, str]
     _received: dict[str, int]
@@ -118,9 +117,9 @@ class MemoryAdmin:
         index = stored.seq - 1
         self._log[index] = None
         chain_kind = stored.kind in ("identity-op", "content-op")
-        positions = self._chain_log if chain_kind else self._standalone_log
-        if index in positions.get(stored.chain_id, []):
-            positions[stored.chain_id].remove(index)
+        drop_seq(
+            self._chain_log if chain_kind else self._standalone_log, stored.chain_id, stored.seq
+        )
         if stored.parent_cid is None:
             self._roots.discard((stored.created_at_ms, stored.cid))
         if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)

@@ -15,8 +15,9 @@ of names grows only with chains and signers, never per op.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from array import array
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any, Union
 
 from stores.base import ChainKind, ChainRecord, LogEntry, OperationKind, OperationRecord
 
@@ -114,6 +115,9 @@ class Interner:
     def chain(self, chain: ChainRecord) -> StoredChain:
         state = self.pack_state(chain.state)
         assert state is not None
+        head = self._ops.get(chain.head_cid)
+        if head is not None and head.state == state:
+            state = head.state  # the head op's own snapshot: one tuple for both
         return StoredChain(
             self.name(chain.chain_id), chain.kind, self.cid(chain.genesis_cid) or "",
             self.cid(chain.head_cid) or "", chain.head_created_at_ms, state,
@@ -148,6 +152,37 @@ def thaw_state(packed: PackedState | None) -> dict[str, Any] | None:
 
 def _thaw(value: Any) -> Any:
     return [_thaw(v) for v in value] if type(value) is tuple else value
+
+
+# The seqs of one chain's ops, ascending: a lone op's seq is its row's own int
+# object (most countersigned targets, artifacts, beacons, short content chains).
+ChainSeqs = Union[int, "array[int]"]
+
+
+def add_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
+    held = index.get(key)
+    if held is None:
+        index[key] = seq
+    elif isinstance(held, int):
+        index[key] = array("q", (held, seq))  # 8 bytes a seq from here on
+    else:
+        held.append(seq)
+
+
+def seqs_of(index: Mapping[str, ChainSeqs], key: str) -> Sequence[int]:
+    held = index.get(key)
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, int) else held
+
+
+def drop_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
+    held = index.get(key)
+    if isinstance(held, int):
+        if held == seq:
+            del index[key]
+    elif held is not None and seq in held:
+        held.remove(seq)
 
 
 def live_after(
