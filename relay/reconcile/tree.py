@@ -7,10 +7,11 @@ items) is scanned. Leaves are linked for range iteration. Items are never
 removed (the log is append-only); a store that shrinks is re-indexed
 from scratch by the owner.
 
-Memory (issue 17): a leaf holds each item as one ``bytes`` key, the
-timestamp (biased, big-endian) then the id, which sorts like the
-``(timestamp, id)`` tuple; ``Item`` tuples are rebuilt on read. Id values
-are not kept: a partial leaf sum converts at most half a leaf.
+Memory (issue 17): an item is a 41-byte key, the timestamp (biased,
+big-endian) then the 32-byte id, which sorts like the ``(timestamp, id)``
+tuple, and a leaf is its keys packed in one ``bytes`` (rebuilt on insert,
+~1.3 KB); ``Item`` tuples are rebuilt on read. Id values are not kept: a
+partial leaf sum converts at most half a leaf.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
-from relay.protocol.negentropy import Item, fingerprint_of
+from relay.protocol.negentropy import ID_SIZE, Item, fingerprint_of
 
 LEAF_MAX = 32
 NODE_MAX = 64
@@ -27,10 +28,17 @@ NODE_MAX = 64
 
 _BIAS = 2**64  # timestamps in [-2**64, 2**8 * 2**64): 9 unsigned bytes
 _STAMP = 9
+_WIDTH = _STAMP + ID_SIZE
 
 
 def _key(item: Item) -> bytes:
     return (item[0] + _BIAS).to_bytes(_STAMP, "big") + item[1]
+
+
+def _stored_key(item: Item) -> bytes:
+    if len(item[1]) != ID_SIZE:
+        raise ValueError(f"item ids are {ID_SIZE} bytes")
+    return _key(item)
 
 
 def _item(key: bytes) -> Item:
@@ -44,17 +52,35 @@ def _value(key: bytes) -> int:
 class _Leaf:
     __slots__ = ("count", "keys", "next", "sum")
 
-    def __init__(self, keys: list[bytes]) -> None:
-        self.keys = keys
-        self.count: int = len(keys)
-        self.sum: int = sum(map(_value, keys))
+    def __init__(self, keys: bytes) -> None:
+        self.keys = keys  # ``count`` keys of ``_WIDTH`` bytes, ascending
+        self.count: int = len(keys) // _WIDTH
+        self.sum: int = self._sum(0, self.count)
         self.next: _Leaf | None = None
+
+    def key(self, index: int) -> bytes:
+        return self.keys[index * _WIDTH : (index + 1) * _WIDTH]
+
+    def chunk(self, lo: int, hi: int) -> list[bytes]:
+        return [self.key(i) for i in range(lo, min(hi, self.count))]
+
+    def bisect_left(self, key: bytes) -> int:
+        return bisect_left(range(self.count), key, key=self.key)
 
     def prefix_sum(self, index: int) -> int:
         """The sum of the first ``index`` ids, converting the shorter side."""
         if index <= self.count // 2:
-            return sum([int.from_bytes(k[_STAMP:], "little") for k in self.keys[:index]])
-        return self.sum - sum([int.from_bytes(k[_STAMP:], "little") for k in self.keys[index:]])
+            return self._sum(0, index)
+        return self.sum - self._sum(index, self.count)
+
+    def _sum(self, lo: int, hi: int) -> int:
+        keys = self.keys
+        return sum(
+            [
+                int.from_bytes(keys[at + _STAMP : at + _WIDTH], "little")
+                for at in range(lo * _WIDTH, hi * _WIDTH, _WIDTH)
+            ]
+        )
 
 
 class _Node:
@@ -70,25 +96,25 @@ class _Node:
 def _first(node: _Leaf | _Node) -> bytes:
     while isinstance(node, _Node):
         node = node.children[0]
-    return node.keys[0]
+    return node.key(0)
 
 
 class FingerprintTree:
     """Implements ``relay.protocol.negentropy.Storage``."""
 
     def __init__(self, items: Iterable[Item] = ()) -> None:
-        self._root: _Leaf | _Node = _Leaf([])
+        self._root: _Leaf | _Node = _Leaf(b"")
         self.load(items)
 
     # -- building ----------------------------------------------------------
     def load(self, items: Iterable[Item]) -> None:
         """Replace the contents with ``items`` (bulk build, O(n log n))."""
-        keys = sorted(set(map(_key, items)))
+        keys = sorted(set(map(_stored_key, items)))
         if not keys:
-            self._root = _Leaf([])
+            self._root = _Leaf(b"")
             return
         fill = LEAF_MAX * 3 // 4  # room to grow before the first splits
-        leaves = [_Leaf(keys[at : at + fill]) for at in range(0, len(keys), fill)]
+        leaves = [_Leaf(b"".join(keys[at : at + fill])) for at in range(0, len(keys), fill)]
         for left, right in itertools.pairwise(leaves):
             left.next = right
         level: list[_Leaf | _Node] = list(leaves)
@@ -98,7 +124,7 @@ class FingerprintTree:
 
     def insert(self, item: Item) -> bool:
         """Add ``item``; False if it was already present."""
-        key = _key(item)
+        key = _stored_key(item)
         path: list[tuple[_Node, int]] = []
         node = self._root
         while isinstance(node, _Node):
@@ -107,12 +133,12 @@ class FingerprintTree:
                 at = 0
             path.append((node, at))
             node = node.children[at]
-        keys = node.keys
-        pos = bisect_left(keys, key)
-        if pos < len(keys) and keys[pos] == key:
+        pos = node.bisect_left(key)
+        if pos < node.count and node.key(pos) == key:
             return False
         value = _value(key)
-        keys.insert(pos, key)
+        at_byte = pos * _WIDTH
+        node.keys = node.keys[:at_byte] + key + node.keys[at_byte:]
         node.count += 1
         node.sum += value
         for parent, at in path:
@@ -120,12 +146,12 @@ class FingerprintTree:
             parent.sum += value
             if not at and key < parent.mins[0]:
                 parent.mins[0] = key
-        if len(keys) > LEAF_MAX:
+        if node.count > LEAF_MAX:
             self._split_up(node, path)
         return True
 
     def _split_up(self, node: _Leaf | _Node, path: list[tuple[_Node, int]]) -> None:
-        while len(node.keys if isinstance(node, _Leaf) else node.children) > _cap(node):
+        while (node.count if isinstance(node, _Leaf) else len(node.children)) > _cap(node):
             right = _split(node)
             if not path:
                 self._root = _Node([node, right])
@@ -141,7 +167,7 @@ class FingerprintTree:
 
     def item(self, index: int) -> Item:
         leaf, offset = self._locate(index)
-        return _item(leaf.keys[offset])
+        return _item(leaf.key(offset))
 
     def items(self, lo: int, hi: int) -> Iterator[Item]:
         if lo >= hi:
@@ -150,7 +176,7 @@ class FingerprintTree:
         leaf, offset = self._locate(lo)
         remaining = hi - lo
         while leaf is not None and remaining > 0:
-            chunk = leaf.keys[offset : offset + remaining]
+            chunk = leaf.chunk(offset, offset + remaining)
             yield from map(_item, chunk)
             remaining -= len(chunk)
             leaf, offset = leaf.next, 0
@@ -166,7 +192,7 @@ class FingerprintTree:
             for child in node.children[:at]:
                 rank += child.count
             node = node.children[at]
-        return rank + bisect_left(node.keys, key)
+        return rank + node.bisect_left(key)
 
     def fingerprint(self, lo: int, hi: int) -> bytes:
         return fingerprint_of(self._prefix_sum(hi) - self._prefix_sum(lo), hi - lo)
@@ -208,9 +234,9 @@ def _split(node: _Leaf | _Node) -> _Leaf | _Node:
     """Move the upper half of ``node`` into a new right sibling."""
     right: _Leaf | _Node
     if isinstance(node, _Leaf):
-        half = len(node.keys) // 2
+        half = node.count // 2 * _WIDTH
         right = _Leaf(node.keys[half:])
-        del node.keys[half:]
+        node.keys = node.keys[:half]
         right.next, node.next = node.next, right
     else:
         half = len(node.children) // 2
