@@ -73,7 +73,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._ops: dict[str, StoredOp] = {}  # rows: see stores.memory_rows
         self._interner = Interner(self._ops)
         self._chains: dict[str, StoredChain] = {}
-        self._keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]] = defaultdict(dict)
+        # per DID, its keys as an ordered set (the record is its own key: no tuple)
+        self._keys: dict[str, dict[IdentityKeyRecord, None]] = defaultdict(dict)
         self._beacons: dict[str, BeaconRecord] = {}
         self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
         self._log: list[StoredOp | None] = []  # a row's position is its seq - 1
@@ -160,7 +161,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return {c: row.record() for c in chain_ids if (row := self._chains.get(c)) is not None}
 
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
-        return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
+        return {d: list(self._keys[d]) for d in dids if d in self._keys}
 
     async def sequenced_and_keys(
         self, cids: Collection[str], dids: Collection[str]
@@ -211,7 +212,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             stored = names.chain(chain)
             self._chains[stored.chain_id] = stored
         for key in batch.identity_keys:
-            self._keys[key.did][(key.key_id, key.public_key_multibase)] = key
+            self._keys[key.did].setdefault(key)
         self._beacons.update(batch.beacons)
         for cs in batch.countersignatures:
             witnesses = self._countersigs[names.name(cs.target_cid)]

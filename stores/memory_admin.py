@@ -41,7 +41,7 @@ class MemoryAdmin:
     _ops: dict[str, StoredOp]
     _interner: Interner
     _chains: dict[str, StoredChain]
-    _keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]]
+    _keys: dict[str, dict[IdentityKeyRecord, None]]
     _beacons: dict[str, BeaconRecord]
     _countersigs: dict[str, dict[str, str]]
     _log: list[StoredOp | None]
@@ -157,7 +157,7 @@ class _MemorySnapshot:
         rows = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
         self._ops = [row.record() for row in rows]
         self._chains = [store._chains[c].record() for c in sorted(store._chains)]
-        self._keys = [k for per_did in store._keys.values() for k in per_did.values()]
+        self._keys = [k for per_did in store._keys.values() for k in per_did]
         self._beacons = [store._beacons[d] for d in sorted(store._beacons)]
         by_token = {o.jws_token: o.cid for o in self._ops if o.kind == "countersign"}
         self._sigs = [
