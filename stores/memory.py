@@ -26,7 +26,6 @@ from stores.base import (
     CommitBatch,
     FeedEntry,
     IdentityKeyRecord,
-    LogEntry,
     LogPage,
     OperationKind,
     OperationRecord,
@@ -42,12 +41,29 @@ from stores.base import (
     waits_for_op,
 )
 from stores.epoch import new_epoch
-from stores.memory_admin import MemoryAdmin, live_after
+from stores.memory_admin import MemoryAdmin
 from stores.memory_links import MemoryLinks
+from stores.memory_rows import (
+    ChainSeqs,
+    Interner,
+    StoredChain,
+    StoredOp,
+    add_seq,
+    live_after,
+    seqs_of,
+    thaw_state,
+)
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
 
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
+
+
+def _feed_entry(op: StoredOp) -> FeedEntry:
+    return FeedEntry(
+        op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
+        op.created_at_ms, op.parent_cid, thaw_state(op.state),
+    )  # fmt: skip
 
 
 class MemoryStore(MemoryAdmin, MemoryLinks):
@@ -55,14 +71,15 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
-        self._ops: dict[str, OperationRecord] = {}
-        self._chains: dict[str, ChainRecord] = {}
-        self._keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]] = defaultdict(dict)
+        self._ops: dict[str, StoredOp] = {}  # rows: see stores.memory_rows
+        self._interner = Interner(self._ops)
+        self._chains: dict[str, StoredChain] = {}
+        # per DID, its keys as an ordered set (the record is its own key: no tuple)
+        self._keys: dict[str, dict[IdentityKeyRecord, None]] = defaultdict(dict)
         self._beacons: dict[str, BeaconRecord] = {}
         self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
-        self._log: list[LogEntry | None] = []
-        self._log_pos: dict[str, int] = {}
-        self._chain_log: dict[str, list[int]] = defaultdict(list)
+        self._log: list[StoredOp | None] = []  # a row's position is its seq - 1
+        self._chain_log: dict[str, ChainSeqs] = {}
         self._rejections: dict[str, Rejection] = {}
         self._raw: dict[str, str] = {}
         self._received: dict[str, int] = {}
@@ -76,7 +93,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._identity: RelayIdentityRecord | None = None
         # changes feed: parentless ops by (createdAt, CID); standalone ops by chain
         self._roots: SortedList = SortedList()
-        self._standalone_log: dict[str, list[int]] = defaultdict(list)
+        self._standalone_log: dict[str, ChainSeqs] = {}
         self._epoch: str | None = None
         self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
         MemoryAdmin.__init__(self)
@@ -94,10 +111,12 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     # proof reader ----------------------------------------------------------
     async def get_operation(self, cid: str) -> OperationRecord | None:
-        return self._ops.get(cid)
+        row = self._ops.get(cid)
+        return None if row is None else row.record()
 
     async def get_chain(self, chain_id: str) -> ChainRecord | None:
-        return self._chains.get(chain_id)
+        row = self._chains.get(chain_id)
+        return None if row is None else row.record()
 
     async def get_beacon(self, did: str) -> BeaconRecord | None:
         return self._beacons.get(did)
@@ -108,24 +127,24 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def read_log(self, after: str | None, limit: int) -> LogPage:
         start = 0
         if after is not None:
-            pos = self._log_pos.get(after)
-            if pos is None:
+            row = self._ops.get(after)
+            if row is None:
                 raise UnknownCursorError(after)
-            start = pos + 1
-        entries, has_more = live_after(self._log, start, limit)
-        return page_after(entries, limit, has_more=has_more)
+            start = row.seq
+        rows, has_more = live_after(self._log, start, limit)
+        return page_after([r.log_entry() for r in rows], limit, has_more=has_more)
 
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
-        positions = self._chain_log.get(chain_id, [])
+        seqs = seqs_of(self._chain_log, chain_id)
         start = 0
         if after is not None:
-            pos = self._log_pos.get(after)
-            if pos is None or self._ops[after].chain_id != chain_id:
+            row = self._ops.get(after)
+            if row is None or row.chain_id != chain_id:
                 raise UnknownCursorError(after)
-            start = bisect.bisect_right(positions, pos)
-        window = positions[start : start + limit]
-        entries = [e for p in window if (e := self._log[p]) is not None]
-        return page_after(entries, limit, has_more=start + limit < len(positions))
+            start = bisect.bisect_right(seqs, row.seq)
+        window = seqs[start : start + limit]
+        entries = [r.log_entry() for s in window if (r := self._log[s - 1]) is not None]
+        return page_after(entries, limit, has_more=start + limit < len(seqs))
 
     async def log_length(self) -> int:
         return len(self._log)
@@ -141,13 +160,13 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return await read_state_stepwise(self, query)
 
     async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
-        return {c: self._ops[c] for c in cids if c in self._ops}
+        return {c: row.record() for c in cids if (row := self._ops.get(c)) is not None}
 
     async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]:
-        return {c: self._chains[c] for c in chain_ids if c in self._chains}
+        return {c: row.record() for c in chain_ids if (row := self._chains.get(c)) is not None}
 
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
-        return {d: list(self._keys[d].values()) for d in dids if d in self._keys}
+        return {d: list(self._keys[d]) for d in dids if d in self._keys}
 
     async def sequenced_and_keys(
         self, cids: Collection[str], dids: Collection[str]
@@ -182,33 +201,30 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     async def commit(self, batch: CommitBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
+        names = self._interner
         for op in batch.operations:
-            seq = len(self._log) + 1
-            self._ops[op.cid] = OperationRecord(  # not replace(): this runs per op
-                op.cid,
-                op.jws_token,
-                op.kind,
-                op.chain_id,
-                op.author_did,
-                op.parent_cid,
-                op.created_at_ms,
-                op.state,
-                seq,
-            )
-            self._log_pos[op.cid] = len(self._log)
-            if op.kind in CHAIN_KINDS:
-                self._chain_log[op.chain_id].append(len(self._log))
-            else:
-                self._standalone_log[op.chain_id].append(len(self._log))
+            pos = len(self._log)
+            chain_id = names.name(op.chain_id)
+            row = StoredOp(
+                op.cid, op.jws_token, op.kind, chain_id, names.name(op.author_did),
+                names.cid(op.parent_cid), op.created_at_ms, pos + 1,
+            )  # fmt: skip
+            self._ops[op.cid] = row
+            row.state = names.pack_state(op.state)  # after: its own CID is the row's
+            chain_log = self._chain_log if op.kind in CHAIN_KINDS else self._standalone_log
+            add_seq(chain_log, chain_id, row.seq)
             if op.parent_cid is None:
                 self._roots.add((op.created_at_ms, op.cid))
-            self._log.append(LogEntry(op.cid, op.jws_token, op.kind, op.chain_id, seq))
-        self._chains.update(batch.chains)
+            self._log.append(row)
+        for chain in batch.chains.values():
+            stored = names.chain(chain)
+            self._chains[stored.chain_id] = stored
         for key in batch.identity_keys:
-            self._keys[key.did][(key.key_id, key.public_key_multibase)] = key
+            self._keys[key.did].setdefault(key)
         self._beacons.update(batch.beacons)
         for cs in batch.countersignatures:
-            self._countersigs[cs.target_cid].setdefault(cs.witness_did, cs.jws_token)
+            witnesses = self._countersigs[names.name(cs.target_cid)]
+            witnesses.setdefault(names.name(cs.witness_did), cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
         for cid in batch.resolved_cids - batch.waiting.keys():
@@ -233,25 +249,18 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return old
 
     # changes feed ------------------------------------------------------------
-    def _feed_entry(self, cid: str) -> FeedEntry:
-        op = self._ops[cid]
-        return FeedEntry(
-            op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
-            op.created_at_ms, op.parent_cid, op.state,
-        )  # fmt: skip
-
     # reconciliation ----------------------------------------------------------
     async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
         window, _ = live_after(self._log, max(after_seq, 0), limit)  # purged ops: skipped
-        return [(e.seq, self._ops[e.cid].created_at_ms, e.cid) for e in window]
+        return [(r.seq, r.created_at_ms, r.cid) for r in window]
 
     async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
-        return {c: self._ops[c] for c in cids if c in self._ops}
+        return await self.get_operations(cids)
 
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         # positions of purged ops hold None: skip them, still up to ``limit`` entries
         window, _ = live_after(self._log, max(after_seq, 0), limit, end=max(until_seq, 0))
-        return [self._feed_entry(e.cid) for e in window]
+        return [_feed_entry(r) for r in window]
 
     async def read_roots(
         self, until_seq: int, after: tuple[int, str] | None, limit: int
@@ -261,7 +270,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         for _, cid in self._roots.islice(start):
             if len(out) == limit:
                 break
-            entry = self._feed_entry(cid)
+            entry = _feed_entry(self._ops[cid])
             if entry.seq <= until_seq:
                 out.append(entry)
         return out
@@ -269,12 +278,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def read_chain_entries(
         self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]:
-        positions = sorted(
-            self._chain_log.get(chain_id, []) + self._standalone_log.get(chain_id, [])
-        )
-        entries = (
-            self._feed_entry(e.cid) for p in positions if p < until_seq and (e := self._log[p])
-        )
+        chain = seqs_of(self._chain_log, chain_id)
+        seqs = sorted([*chain, *seqs_of(self._standalone_log, chain_id)])
+        entries = (_feed_entry(r) for s in seqs if s <= until_seq and (r := self._log[s - 1]))
         return [e for e in entries if e.kind in kinds]
 
     async def read_chains_entries(

@@ -19,49 +19,34 @@ from stores.base import (
     ChainRecord,
     CountersignatureRecord,
     IdentityKeyRecord,
-    LogEntry,
     OperationRecord,
     PendingOp,
 )
 from stores.epoch import new_epoch
+from stores.memory_rows import drop_seq
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
     from sortedcontainers import SortedList
 
+    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp
+
 _T = TypeVar("_T")
-
-
-def live_after(
-    log: Sequence[LogEntry | None], start: int, limit: int, end: int | None = None
-) -> tuple[list[LogEntry], bool]:
-    """Up to ``limit`` entries of ``log[start:end]`` that are not purged, and
-    whether any entry follows them (before ``end``)."""
-    stop = len(log) if end is None else min(end, len(log))
-    out: list[LogEntry] = []
-    i = start
-    while i < stop and len(out) < limit:
-        entry = log[i]
-        if entry is not None:
-            out.append(entry)
-        i += 1
-    more = any(log[j] is not None for j in range(i, stop))
-    return out, more
 
 
 class MemoryAdmin:
     """The ``ModerationStore`` and ``AuditSource`` halves of ``MemoryStore``."""
 
     _lock: asyncio.Lock
-    _ops: dict[str, OperationRecord]
-    _chains: dict[str, ChainRecord]
-    _keys: dict[str, dict[tuple[str, str], IdentityKeyRecord]]
+    _ops: dict[str, StoredOp]
+    _interner: Interner
+    _chains: dict[str, StoredChain]
+    _keys: dict[str, dict[IdentityKeyRecord, None]]
     _beacons: dict[str, BeaconRecord]
     _countersigs: dict[str, dict[str, str]]
-    _log: list[LogEntry | None]
-    _log_pos: dict[str, int]
-    _chain_log: dict[str, list[int]]
-    _standalone_log: dict[str, list[int]]
+    _log: list[StoredOp | None]
+    _chain_log: dict[str, ChainSeqs]
+    _standalone_log: dict[str, ChainSeqs]
     _roots: SortedList
     _raw: dict[str, str]
     _received: dict[str, int]
@@ -91,11 +76,11 @@ class MemoryAdmin:
         return sorted(found, key=lambda p: (p.seq, p.cid))
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
-        return sorted((o for o in self._ops.values() if o.author_did == did), key=_seq)
+        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.author_did == did]
 
     async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
         wanted = set(chain_ids)
-        return sorted((o for o in self._ops.values() if o.chain_id in wanted), key=_seq)
+        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.chain_id in wanted]
 
     # the moderation session ----------------------------------------------------
     @asynccontextmanager
@@ -111,7 +96,7 @@ class MemoryAdmin:
             self._epoch = new_epoch()
         for chain_id in batch.chains_removed:
             self._chains.pop(chain_id, None)
-        self._chains.update({c.chain_id: c for c in batch.chains_rewound})
+        self._chains.update({c.chain_id: self._interner.chain(c) for c in batch.chains_rewound})
         for did in batch.dids_removed:
             self._keys.pop(did, None)
             self._beacons.pop(did, None)
@@ -129,12 +114,12 @@ class MemoryAdmin:
         stored = self._ops.pop(op.cid, None)
         if stored is None:
             return
-        index = self._log_pos.pop(op.cid)
+        index = stored.seq - 1
         self._log[index] = None
         chain_kind = stored.kind in ("identity-op", "content-op")
-        positions = self._chain_log if chain_kind else self._standalone_log
-        if index in positions.get(stored.chain_id, []):
-            positions[stored.chain_id].remove(index)
+        drop_seq(
+            self._chain_log if chain_kind else self._standalone_log, stored.chain_id, stored.seq
+        )
         if stored.parent_cid is None:
             self._roots.discard((stored.created_at_ms, stored.cid))
         if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)
@@ -156,7 +141,7 @@ class MemoryAdmin:
         yield _MemorySnapshot(self)
 
 
-def _seq(op: OperationRecord) -> int:
+def _seq(op: StoredOp) -> int:
     return op.seq
 
 
@@ -169,9 +154,10 @@ class _MemorySnapshot:
     """Copies of every table, taken at once (no await in ``__init__``)."""
 
     def __init__(self, store: MemoryAdmin) -> None:
-        self._ops = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
-        self._chains = [store._chains[c] for c in sorted(store._chains)]
-        self._keys = [k for per_did in store._keys.values() for k in per_did.values()]
+        rows = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
+        self._ops = [row.record() for row in rows]
+        self._chains = [store._chains[c].record() for c in sorted(store._chains)]
+        self._keys = [k for per_did in store._keys.values() for k in per_did]
         self._beacons = [store._beacons[d] for d in sorted(store._beacons)]
         by_token = {o.jws_token: o.cid for o in self._ops if o.kind == "countersign"}
         self._sigs = [

@@ -6,6 +6,12 @@ a prefix sum is one descent; only the final leaf (at most ``LEAF_MAX``
 items) is scanned. Leaves are linked for range iteration. Items are never
 removed (the log is append-only); a store that shrinks is re-indexed
 from scratch by the owner.
+
+Memory (issue 17): an item is a 41-byte key, the timestamp (biased,
+big-endian) then the 32-byte id, which sorts like the ``(timestamp, id)``
+tuple, and a leaf is its keys packed in one ``bytes`` (rebuilt on insert,
+~1.3 KB); ``Item`` tuples are rebuilt on read. Id values are not kept: a
+partial leaf sum converts at most half a leaf.
 """
 
 from __future__ import annotations
@@ -14,21 +20,67 @@ import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
-from relay.protocol.negentropy import Item, fingerprint_of
+from relay.protocol.negentropy import ID_SIZE, Item, fingerprint_of
 
-LEAF_MAX = 64
+LEAF_MAX = 32
 NODE_MAX = 64
 
 
-class _Leaf:
-    __slots__ = ("count", "keys", "next", "sum", "vals")
+_BIAS = 2**64  # timestamps in [-2**64, 2**8 * 2**64): 9 unsigned bytes
+_STAMP = 9
+_WIDTH = _STAMP + ID_SIZE
 
-    def __init__(self, keys: list[Item], vals: list[int]) -> None:
-        self.keys = keys
-        self.vals = vals
-        self.count: int = len(keys)
-        self.sum: int = sum(vals)
+
+def _key(item: Item) -> bytes:
+    return (item[0] + _BIAS).to_bytes(_STAMP, "big") + item[1]
+
+
+def _stored_key(item: Item) -> bytes:
+    if len(item[1]) != ID_SIZE:
+        raise ValueError(f"item ids are {ID_SIZE} bytes")
+    return _key(item)
+
+
+def _item(key: bytes) -> Item:
+    return int.from_bytes(key[:_STAMP], "big") - _BIAS, key[_STAMP:]
+
+
+def _value(key: bytes) -> int:
+    return int.from_bytes(key[_STAMP:], "little")
+
+
+class _Leaf:
+    __slots__ = ("count", "keys", "next", "sum")
+
+    def __init__(self, keys: bytes) -> None:
+        self.keys = keys  # ``count`` keys of ``_WIDTH`` bytes, ascending
+        self.count: int = len(keys) // _WIDTH
+        self.sum: int = self._sum(0, self.count)
         self.next: _Leaf | None = None
+
+    def key(self, index: int) -> bytes:
+        return self.keys[index * _WIDTH : (index + 1) * _WIDTH]
+
+    def chunk(self, lo: int, hi: int) -> list[bytes]:
+        return [self.key(i) for i in range(lo, min(hi, self.count))]
+
+    def bisect_left(self, key: bytes) -> int:
+        return bisect_left(range(self.count), key, key=self.key)
+
+    def prefix_sum(self, index: int) -> int:
+        """The sum of the first ``index`` ids, converting the shorter side."""
+        if index <= self.count // 2:
+            return self._sum(0, index)
+        return self.sum - self._sum(index, self.count)
+
+    def _sum(self, lo: int, hi: int) -> int:
+        keys = self.keys
+        return sum(
+            [
+                int.from_bytes(keys[at + _STAMP : at + _WIDTH], "little")
+                for at in range(lo * _WIDTH, hi * _WIDTH, _WIDTH)
+            ]
+        )
 
 
 class _Node:
@@ -41,35 +93,28 @@ class _Node:
         self.sum: int = sum(c.sum for c in children)
 
 
-def _first(node: _Leaf | _Node) -> Item:
+def _first(node: _Leaf | _Node) -> bytes:
     while isinstance(node, _Node):
         node = node.children[0]
-    return node.keys[0]
-
-
-def _value(item_id: bytes) -> int:
-    return int.from_bytes(item_id, "little")
+    return node.key(0)
 
 
 class FingerprintTree:
     """Implements ``relay.protocol.negentropy.Storage``."""
 
     def __init__(self, items: Iterable[Item] = ()) -> None:
-        self._root: _Leaf | _Node = _Leaf([], [])
+        self._root: _Leaf | _Node = _Leaf(b"")
         self.load(items)
 
     # -- building ----------------------------------------------------------
     def load(self, items: Iterable[Item]) -> None:
         """Replace the contents with ``items`` (bulk build, O(n log n))."""
-        keys = sorted(set(items))
+        keys = sorted(set(map(_stored_key, items)))
         if not keys:
-            self._root = _Leaf([], [])
+            self._root = _Leaf(b"")
             return
         fill = LEAF_MAX * 3 // 4  # room to grow before the first splits
-        leaves = [
-            _Leaf(chunk, [_value(i) for _, i in chunk])
-            for chunk in (keys[at : at + fill] for at in range(0, len(keys), fill))
-        ]
+        leaves = [_Leaf(b"".join(keys[at : at + fill])) for at in range(0, len(keys), fill)]
         for left, right in itertools.pairwise(leaves):
             left.next = right
         level: list[_Leaf | _Node] = list(leaves)
@@ -79,34 +124,34 @@ class FingerprintTree:
 
     def insert(self, item: Item) -> bool:
         """Add ``item``; False if it was already present."""
+        key = _stored_key(item)
         path: list[tuple[_Node, int]] = []
         node = self._root
         while isinstance(node, _Node):
-            at = bisect_right(node.mins, item) - 1
+            at = bisect_right(node.mins, key) - 1
             if at < 0:
                 at = 0
             path.append((node, at))
             node = node.children[at]
-        keys = node.keys
-        pos = bisect_left(keys, item)
-        if pos < len(keys) and keys[pos] == item:
+        pos = node.bisect_left(key)
+        if pos < node.count and node.key(pos) == key:
             return False
-        value = int.from_bytes(item[1], "little")
-        keys.insert(pos, item)
-        node.vals.insert(pos, value)
+        value = _value(key)
+        at_byte = pos * _WIDTH
+        node.keys = node.keys[:at_byte] + key + node.keys[at_byte:]
         node.count += 1
         node.sum += value
         for parent, at in path:
             parent.count += 1
             parent.sum += value
-            if not at and item < parent.mins[0]:
-                parent.mins[0] = item
-        if len(keys) > LEAF_MAX:
+            if not at and key < parent.mins[0]:
+                parent.mins[0] = key
+        if node.count > LEAF_MAX:
             self._split_up(node, path)
         return True
 
     def _split_up(self, node: _Leaf | _Node, path: list[tuple[_Node, int]]) -> None:
-        while len(node.keys if isinstance(node, _Leaf) else node.children) > _cap(node):
+        while (node.count if isinstance(node, _Leaf) else len(node.children)) > _cap(node):
             right = _split(node)
             if not path:
                 self._root = _Node([node, right])
@@ -122,7 +167,7 @@ class FingerprintTree:
 
     def item(self, index: int) -> Item:
         leaf, offset = self._locate(index)
-        return leaf.keys[offset]
+        return _item(leaf.key(offset))
 
     def items(self, lo: int, hi: int) -> Iterator[Item]:
         if lo >= hi:
@@ -131,12 +176,13 @@ class FingerprintTree:
         leaf, offset = self._locate(lo)
         remaining = hi - lo
         while leaf is not None and remaining > 0:
-            chunk = leaf.keys[offset : offset + remaining]
-            yield from chunk
+            chunk = leaf.chunk(offset, offset + remaining)
+            yield from map(_item, chunk)
             remaining -= len(chunk)
             leaf, offset = leaf.next, 0
 
-    def lower_bound(self, key: Item) -> int:
+    def lower_bound(self, item: Item) -> int:
+        key = _key(item)
         rank = 0
         node = self._root
         while isinstance(node, _Node):
@@ -146,7 +192,7 @@ class FingerprintTree:
             for child in node.children[:at]:
                 rank += child.count
             node = node.children[at]
-        return rank + bisect_left(node.keys, key)
+        return rank + node.bisect_left(key)
 
     def fingerprint(self, lo: int, hi: int) -> bytes:
         return fingerprint_of(self._prefix_sum(hi) - self._prefix_sum(lo), hi - lo)
@@ -177,7 +223,7 @@ class FingerprintTree:
                     break
                 index -= child.count
                 total += child.sum
-        return total + sum(node.vals[:index])
+        return total + node.prefix_sum(index)
 
 
 def _cap(node: _Leaf | _Node) -> int:
@@ -188,9 +234,9 @@ def _split(node: _Leaf | _Node) -> _Leaf | _Node:
     """Move the upper half of ``node`` into a new right sibling."""
     right: _Leaf | _Node
     if isinstance(node, _Leaf):
-        half = len(node.keys) // 2
-        right = _Leaf(node.keys[half:], node.vals[half:])
-        del node.keys[half:], node.vals[half:]
+        half = node.count // 2 * _WIDTH
+        right = _Leaf(node.keys[half:])
+        node.keys = node.keys[:half]
         right.next, node.next = node.next, right
     else:
         half = len(node.children) // 2
