@@ -26,6 +26,13 @@ __all__ = ["postgres_schema_url"]  # the fixture, shared with the CLI tests
 OCTET = {"content-type": "application/octet-stream"}
 
 
+def shared_store(backend: str, tmp_path: Path, schema: str) -> SqliteStore | PostgresStore:
+    """A new handle on the storage the test's engines share."""
+    if backend == "sqlite":
+        return SqliteStore(tmp_path / "shared.db")
+    return PostgresStore(PG_URL, schema=schema, pool_max=2)
+
+
 async def need_from_empty(http: httpx.AsyncClient, url: str) -> set[bytes]:
     """What a client holding nothing learns it needs: the server's whole set."""
     client = Negentropy(VectorStorage([]))
@@ -46,9 +53,7 @@ async def test_a_second_engine_on_the_same_store_answers_with_the_firsts_commits
     async with pg_schema() as schema:
 
         def open_store() -> SqliteStore | PostgresStore:
-            if backend == "sqlite":
-                return SqliteStore(tmp_path / "shared.db")
-            return PostgresStore(PG_URL, schema=schema, pool_max=2)
+            return shared_store(backend, tmp_path, schema)
 
         writer, reader = create_relay(open_store()), create_relay(open_store())
         async with writer.running(), reader.running():
@@ -72,9 +77,7 @@ async def test_a_purge_by_one_engine_leaves_the_others_index(tmp_path: Path, bac
     async with pg_schema() as schema:
 
         def open_store() -> SqliteStore | PostgresStore:
-            if backend == "sqlite":
-                return SqliteStore(tmp_path / "shared.db")
-            return PostgresStore(PG_URL, schema=schema, pool_max=2)
+            return shared_store(backend, tmp_path, schema)
 
         purger, other = create_relay(open_store()), create_relay(open_store())
         async with purger.running(), other.running():
