@@ -20,11 +20,13 @@ hub lets the feed read the new entries once for all (``before_wake``).
 
 Woken subscribers read up to ``woken_head``, the head as of the wake-up,
 not ``known_head``, which moves at every commit while the fan-out runs:
-subscribers at one position then read the same range, and the feed's
-cache shares that range's events and framed chunks among them instead of
-building them per subscriber. The version and ``woken_head`` change
-together, so a subscriber that has read up to ``woken_head`` at version v
-has a wake-up coming for anything committed after.
+subscribers at one position then read the same range (one shared read and
+framing), and a fan-out does not chase the commits that land during it;
+those wait for the next wake-up, so under load one wake-up covers several
+commits and each subscriber writes less often. The version and
+``woken_head`` change together, so a subscriber that has read up to
+``woken_head`` at version v has a wake-up coming for anything committed
+after.
 """
 
 from __future__ import annotations
