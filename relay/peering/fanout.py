@@ -61,6 +61,7 @@ from .config import PeeringConfig
 from .directory import PeerDirectory
 from .gossip import Gossip, Outgoing
 from .rendezvous import coordinators, rank, share_of
+from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -241,9 +242,7 @@ class FanOut:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_all([self._task])
             self._task = None
 
     async def flushed(self) -> None:

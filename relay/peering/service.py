@@ -13,7 +13,6 @@ behaviour; it loads from the store on start and is written out on stop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
@@ -43,6 +42,7 @@ from .live import LiveFollow
 from .read_through import ReadThrough
 from .repair import ReconcileRepair, ReconcilingHost
 from .sync import SyncIn
+from .tasks import cancel_all
 from .watermark import OutLinks
 
 log = logging.getLogger("dfos_relay.peering")
@@ -118,9 +118,7 @@ class Peering:
 
     async def stop(self) -> None:
         if self._sync_loop is not None:
-            self._sync_loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sync_loop
+            await cancel_all([self._sync_loop])
             self._sync_loop = None
         await self.repair.stop()
         await self.live.stop()

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from peer import PeerConfig
+from peer.asgi import RecordedPost
 from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
+from relay.peering.config import PeeringConfig
 from relay.protocol import decode_jws
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
@@ -32,10 +34,13 @@ RENDEZVOUS = replace(FAST, fanout_direct_max=4)
 GOSSIP_ONLY = {"gossip": True, "read_through": False, "sync": False}
 
 
-async def test_every_relay_gets_every_op_with_few_pushes_from_the_origin(tmp_path: Path) -> None:
-    tokens = mixed_workload(60, seed=21, now_ms=PAST_MS)
+async def posts_of_one_origin(
+    tmp_path: Path, n: int, config: PeeringConfig, tokens: list[str]
+) -> tuple[str, list[RecordedPost]]:
+    """(the origin's DID, every push) when ``tokens`` are posted to relay 0
+    of a converged gossip mesh of ``n``, after its own announcements."""
     async with in_process_mesh(
-        tmp_path, N, config=RENDEZVOUS, record_posts=True, **GOSSIP_ONLY
+        tmp_path, n, config=config, record_posts=True, **GOSSIP_ONLY
     ) as mesh:
         await mesh.resolve_peers()
         await mesh.settle_gossip()  # the relays' own announcements
@@ -43,8 +48,12 @@ async def test_every_relay_gets_every_op_with_few_pushes_from_the_origin(tmp_pat
         await post_all(mesh.http, mesh.urls[0], tokens)
         await mesh.settle_gossip()
         await assert_converged(mesh)
-        origin = mesh.relays[0].did
-        posts = mesh.transport.posts[start:]
+        return mesh.relays[0].did, mesh.transport.posts[start:]
+
+
+async def test_every_relay_gets_every_op_with_few_pushes_from_the_origin(tmp_path: Path) -> None:
+    tokens = mixed_workload(60, seed=21, now_ms=PAST_MS)
+    origin, posts = await posts_of_one_origin(tmp_path, N, RENDEZVOUS, tokens)
     workload = set(tokens)
     from_origin = Counter(t for p in posts if p.sender == origin for t in p.tokens if t in workload)
     by_relays = Counter(t for p in posts if p.sender for t in p.tokens if t in workload)
@@ -61,17 +70,7 @@ async def test_every_relay_gets_every_op_with_few_pushes_from_the_origin(tmp_pat
 async def test_direct_push_below_the_threshold_floods_as_before(tmp_path: Path) -> None:
     tokens = mixed_workload(30, seed=22, now_ms=PAST_MS)
     direct = replace(FAST, fanout_direct_max=1000)
-    async with in_process_mesh(
-        tmp_path, 6, config=direct, record_posts=True, **GOSSIP_ONLY
-    ) as mesh:
-        await mesh.resolve_peers()
-        await mesh.settle_gossip()
-        start = len(mesh.transport.posts)
-        await post_all(mesh.http, mesh.urls[0], tokens)
-        await mesh.settle_gossip()
-        await assert_converged(mesh)
-        origin = mesh.relays[0].did
-        posts = mesh.transport.posts[start:]
+    origin, posts = await posts_of_one_origin(tmp_path, 6, direct, tokens)
     from_origin = Counter(t for p in posts if p.sender == origin for t in p.tokens)
     assert set(from_origin.values()) == {5}  # every peer, directly
     assert all(p.hop is None for p in posts)
