@@ -37,6 +37,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from relay.protocol.records import quick_init
 from stores.audit import AuditSource
 from stores.moderation import ModerationStore
 
@@ -60,6 +61,7 @@ class UnknownCursorError(StoreError):
     """The ``after`` cursor names no entry of the log being paged."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OperationRecord:
     """One sequenced operation of any kind, with its state snapshot.
@@ -83,6 +85,7 @@ class OperationRecord:
     seq: int = 0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ChainRecord:
     """An identity or content chain: its genesis, head and head state."""
@@ -95,6 +98,7 @@ class ChainRecord:
     state: dict[str, Any]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IdentityKeyRecord:
     """A key that appeared anywhere in an identity's history (historical resolver)."""

@@ -19,12 +19,14 @@ from relay.protocol import (
     cid_of,
     split_kid,
 )
+from relay.protocol.records import quick_init
 from relay.rules.outcomes import Rejected, RejectReason
 from stores.base import waits_for_op
 
 from .view import StateView
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Submitted:
     """A well-formed token on its way through the pipeline.
@@ -47,6 +49,7 @@ class Submitted:
         return self.decoded.payload
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Accepted:
     kind: str

@@ -15,11 +15,10 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 
 from relay.protocol import (
-    MultikeyPublicKey,
+    MAX_KEYS_PER_ROLE,
     ProtocolError,
     decode_multikey,
     did_from_genesis_cid,
-    parse_identity_operation,
     split_kid,
 )
 from stores.base import ProofReader
@@ -110,22 +109,30 @@ def _genesis_did(sub: Submitted) -> str | None:
 def _index_identity_keys(
     sub: Submitted, signer: tuple[str | None, str] | None, keys: KeyIndex
 ) -> None:
-    """Keys an identity op of this request introduces, as later ops may sign with them."""
+    """Keys an identity op of this request introduces, as later ops may sign with them.
+
+    Only candidates: the payload is read, not validated (the sequencing pass
+    parses it and decides), so a malformed entry is simply skipped."""
     if sub.kind != "identity-op":
         return
-    try:
-        op = parse_identity_operation(sub.payload)
-    except ProtocolError:
-        return
-    did = _genesis_did(sub) if op.type == "create" else (signer[0] if signer else None)
+    payload = sub.payload
+    did = _genesis_did(sub) if payload.get("type") == "create" else (signer[0] if signer else None)
     if did is None:
         return
-    entries: tuple[MultikeyPublicKey, ...] = (*op.auth_keys, *op.assert_keys, *op.controller_keys)
-    for entry in entries:
-        try:
-            keys[did][entry.id].add(entry.public_key)
-        except ProtocolError:
+    for role in _KEY_ROLES:
+        entries = payload.get(role)
+        if not isinstance(entries, list) or len(entries) > MAX_KEYS_PER_ROLE:
             continue
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            key_id, multibase = entry.get("id"), entry.get("publicKeyMultibase")
+            if isinstance(key_id, str) and isinstance(multibase, str):
+                with contextlib.suppress(ProtocolError):
+                    keys[did][key_id].add(decode_multikey(multibase))
+
+
+_KEY_ROLES = ("authKeys", "assertKeys", "controllerKeys")
 
 
 async def precheck_round(

@@ -110,6 +110,7 @@ from .merkle import ProofStep, merkle_proof, merkle_root, verify_merkle_proof
 from .multikey import decode_multikey, encode_multikey
 from .payloads import (
     ARTIFACT_MAX_CBOR_BYTES,
+    MAX_KEYS_PER_ROLE,
     ArtifactPayload,
     BeaconPayload,
     ContentOperation,
@@ -135,6 +136,7 @@ __all__ = [
     "FUTURE_GUARD_MS",
     "ID_ALPHABET",
     "ID_LENGTH",
+    "MAX_KEYS_PER_ROLE",
     "TYP_ARTIFACT",
     "TYP_BEACON",
     "TYP_CONTENT",

@@ -38,6 +38,7 @@ from .errors import AuthorizationError, ChainError, CredentialError, MalformedEr
 from .ids import content_id_from_genesis_cid
 from .jws import DecodedJws, decode_jws
 from .payloads import ContentOperation, parse_content_operation
+from .records import quick_init
 from .state import ContentState
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class VerifiedContentOp:
     """A content operation that passed verification, with the state it produces."""

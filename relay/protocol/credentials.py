@@ -234,6 +234,26 @@ def decode_credential_unsafe(token: str) -> Credential:
     return _parse_credential(decoded)
 
 
+# A delegate signs many ops under one credential: its decoded, well-formed
+# claims are memoised by token (pure; bounded, reset when full). Only the
+# checks that depend on the op (time, type, subject, key) run each time.
+_READ_LIMIT = 4096
+_read: dict[str, tuple[DecodedJws, Credential]] = {}
+
+
+def _read_credential(token: str) -> tuple[DecodedJws, Credential]:
+    known = _read.get(token)
+    if known is not None:
+        return known
+    decoded = _decode(token, TYP_VC)
+    credential = _parse_credential(decoded)
+    _issuer_kid(decoded, credential.iss)
+    if len(_read) >= _READ_LIMIT:
+        _read.clear()
+    _read[token] = (decoded, credential)
+    return decoded, credential
+
+
 def verify_credential_at_ms(
     token: str,
     resolve_key: KeyResolver,
@@ -242,9 +262,7 @@ def verify_credential_at_ms(
     expected_subject: str | None = None,
 ) -> Credential:
     """Verify a VC-JWT as of ``at_ms`` (epoch ms): ``iat <= at < exp``."""
-    decoded = _decode(token, TYP_VC)
-    credential = _parse_credential(decoded)
-    _issuer_kid(decoded, credential.iss)
+    decoded, credential = _read_credential(token)
     if expected_type is not None and credential.credential_type != expected_type:
         raise CredentialError(f"credential type must be {expected_type}")
     if expected_subject is not None and credential.sub != expected_subject:

@@ -27,6 +27,7 @@ from .errors import ChainError, MalformedError
 from .ids import did_from_genesis_cid, split_kid
 from .jws import DecodedJws, decode_jws, verify_jws
 from .payloads import IdentityOperation, parse_identity_operation
+from .records import quick_init
 from .state import IdentityState
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class VerifiedIdentityOp:
     """An identity operation that passed verification, with the state it produces."""

@@ -22,6 +22,7 @@ import orjson
 from .encoding import b64url_decode, b64url_encode
 from .errors import MalformedError, SignatureError
 from .keys import verify_signature
+from .records import quick_init
 
 __all__ = [
     "MAX_TOKEN_CHARS",
@@ -56,6 +57,7 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_DIGITS = b"0" * 19
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DecodedJws:
     """A structurally valid, not yet verified, JWS compact token."""

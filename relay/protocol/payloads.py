@@ -39,6 +39,7 @@ from ._fields import (
 )
 from .errors import MalformedError
 from .multikey import decode_multikey, encode_multikey
+from .records import quick_init
 
 __all__ = [
     "ARTIFACT_MAX_CBOR_BYTES",
@@ -67,6 +68,7 @@ _OP_TYPES: tuple[OperationType, ...] = ("create", "update", "delete")
 _MERKLE_ROOT_RE = re.compile(r"[0-9a-f]{64}")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MultikeyPublicKey:
     """A public key entry of an identity key set."""
@@ -118,6 +120,7 @@ def _previous_cid(payload: dict[str, object], op_type: str) -> str | None:
     return required_str(payload, "previousOperationCID", MAX_CID_CHARS)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IdentityOperation:
     """A parsed identity chain operation (key sets are empty for delete)."""
@@ -148,6 +151,7 @@ def parse_identity_operation(payload: dict[str, object]) -> IdentityOperation:
     return IdentityOperation(op_type, previous, keys[0], keys[1], keys[2], text, ms)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ContentOperation:
     """A parsed content chain operation."""
@@ -230,6 +234,7 @@ def parse_artifact(payload: dict[str, object]) -> ArtifactPayload:
     return ArtifactPayload(did, content, text, ms)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CountersignPayload:
     """A witness attestation of the operation addressed by ``target_cid``."""

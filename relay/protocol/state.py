@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .payloads import MultikeyPublicKey
+from .records import quick_init
 
 __all__ = ["ContentState", "IdentityState"]
 
@@ -30,6 +31,7 @@ def _keys_from_record(items: object) -> KeySet:
     return tuple(MultikeyPublicKey(str(i), "Multikey", str(m)) for i, m in items)  # type: ignore[attr-defined]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IdentityState:
     """Key sets of an identity after some operation; ``is_deleted`` after a delete."""
@@ -82,6 +84,7 @@ class IdentityState:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ContentState:
     """Head of a content chain after some operation."""

@@ -58,11 +58,14 @@ def parse_timestamp(text: str) -> int:
     match = _TS_RE.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise MalformedError("timestamp must be ISO 8601 like 2026-03-07T00:00:00.000Z")
-    year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
-    if not 1 <= month <= 12:
-        raise MalformedError("timestamp month out of range")
-    max_day = 29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month - 1]
-    if not 1 <= day <= max_day or hour > 23 or minute > 59 or second > 59:
+    days = _days.get(text[:10])
+    if days is None:
+        days = _date_days(*map(int, match.group(1, 2, 3)))
+        if len(_days) >= _DAYS_LIMIT:
+            _days.clear()
+        _days[text[:10]] = days
+    hour, minute, second = map(int, match.group(4, 5, 6))
+    if hour > 23 or minute > 59 or second > 59:
         raise MalformedError("timestamp date or time out of range")
     fraction = match.group(7)
     millis = int((fraction + "00")[:3]) if fraction else 0
@@ -75,7 +78,22 @@ def parse_timestamp(text: str) -> int:
         if match.group(9) == "-":
             offset_ms = -offset_ms
     seconds = (hour * 60 + minute) * 60 + second
-    return _days_from_civil(year, month, day) * _MS_PER_DAY + seconds * 1000 + millis - offset_ms
+    return days * _MS_PER_DAY + seconds * 1000 + millis - offset_ms
+
+
+# Days since the epoch by ``YYYY-MM-DD``: the ops of a stream share few dates.
+# Pure, bounded, reset when full.
+_DAYS_LIMIT = 4096
+_days: dict[str, int] = {}
+
+
+def _date_days(year: int, month: int, day: int) -> int:
+    if not 1 <= month <= 12:
+        raise MalformedError("timestamp month out of range")
+    max_day = 29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month - 1]
+    if not 1 <= day <= max_day:
+        raise MalformedError("timestamp date or time out of range")
+    return _days_from_civil(year, month, day)
 
 
 def format_timestamp(ms: int) -> str:

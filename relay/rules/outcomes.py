@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from relay.protocol.records import quick_init
+
 
 class Status(enum.StrEnum):
     NEW = "new"
@@ -84,6 +86,7 @@ class Rejected:
         return self.detail
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IngestionResult:
     """The answer for one submitted token; ``results[i]`` answers ``operations[i]``."""
@@ -97,6 +100,7 @@ class IngestionResult:
     waits_for: str | None = None  # a dependency rejection: the key it waits for (not on the wire)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SequencedOp:
     """An op the relay just committed, as listeners (gossip, feed, indexes)
