@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
@@ -41,7 +43,11 @@ class Dialect:
         """One parameter holding a list of strings, for ``{IN}``."""
         if self.numbered_params:
             return list(values)
-        return json.dumps(list(values))
+        items = list(values)
+        try:  # orjson: several times faster on the batch reads and deletes of ingest
+            return orjson.dumps(items).decode()
+        except TypeError:  # a lone surrogate, which only json can write
+            return json.dumps(items)
 
 
 SQLITE = Dialect(
