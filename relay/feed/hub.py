@@ -17,6 +17,7 @@ again no sooner than ``FANOUT_SPACING`` x F later (at most
 ``MAX_WAKE_INTERVAL_S``): fan-outs then take at most about a fifth of the
 time. A cheap fan-out, or a quiet relay, wakes at once. Before waking, the
 hub lets the feed read the new entries once for all (``before_wake``).
+With no subscription open, a commit only moves the version.
 
 Woken subscribers read up to ``woken_head``, the head as of the wake-up,
 not ``known_head``, which moves at every commit while the fan-out runs:
@@ -69,6 +70,7 @@ class FeedHub:
         self.known_head = 0  # moves at every commit
         self.woken_head = 0  # the head as of the last wake-up: what woken subscribers read to
         self._waiters = 0
+        self.subscribers = 0  # open subscriptions (``Subscription`` counts itself)
         self._poller: asyncio.Task[None] | None = None
         self._unwatch: Callable[[], Awaitable[None]] | None = None
         # run before each wake-up: the feed reads the new entries once, for all
@@ -84,6 +86,15 @@ class FeedHub:
         if head_seq <= self.known_head:
             return
         self.known_head = head_seq
+        idle = not self.subscribers and not self._waiters
+        if idle and self._pending is None and self._waking is None:
+            # Nobody follows: no prefetch task, no fan-out and no CPU-clock
+            # syscall per commit. A subscriber that comes to wait sees the
+            # new version at once.
+            # (With subscribers all busy writing, a fan-out still paces them.)
+            self.version += 1
+            self.woken_head = head_seq
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

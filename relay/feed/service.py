@@ -149,12 +149,14 @@ class Subscription:
 
     def __enter__(self) -> Subscription:
         self.feed.subscribers[self.transport] += 1
+        self.feed.hub.subscribers += 1
         self._active = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._active:
             self.feed.subscribers[self.transport] -= 1
+            self.feed.hub.subscribers -= 1
             self._active = False
 
     async def messages(self) -> AsyncIterator[FeedMessage]:
