@@ -48,10 +48,14 @@ from stores.memory_rows import (
     Interner,
     StoredChain,
     StoredOp,
+    Witnesses,
+    add_key,
     add_seq,
+    add_witness,
     live_after,
     seqs_of,
     thaw_state,
+    witnesses_of,
 )
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
@@ -74,10 +78,10 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._ops: dict[str, StoredOp] = {}  # rows: see stores.memory_rows
         self._interner = Interner(self._ops)
         self._chains: dict[str, StoredChain] = {}
-        # per DID, its keys as an ordered set (the record is its own key: no tuple)
-        self._keys: dict[str, dict[IdentityKeyRecord, None]] = defaultdict(dict)
+        # per DID, its keys in the order first seen (``add_key``)
+        self._keys: dict[str, tuple[IdentityKeyRecord, ...]] = {}
         self._beacons: dict[str, BeaconRecord] = {}
-        self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
+        self._countersigs: dict[str, Witnesses] = {}  # by target CID
         self._log: list[StoredOp | None] = []  # a row's position is its seq - 1
         self._chain_log: dict[str, ChainSeqs] = {}
         self._rejections: dict[str, Rejection] = {}
@@ -122,7 +126,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return self._beacons.get(did)
 
     async def get_countersignatures(self, target_cid: str) -> list[str]:
-        return list(self._countersigs.get(target_cid, {}).values())
+        return list(witnesses_of(self._countersigs, target_cid).values())
 
     async def read_log(self, after: str | None, limit: int) -> LogPage:
         start = 0
@@ -179,7 +183,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def get_countersign_pairs(
         self, pairs: Collection[tuple[str, str]]
     ) -> set[tuple[str, str]]:
-        return {(t, w) for t, w in pairs if w in self._countersigs.get(t, {})}
+        return {(t, w) for t, w in pairs if w in witnesses_of(self._countersigs, t)}
 
     async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]:
         return {h: self._rejections[h] for h in token_hashes if h in self._rejections}
@@ -220,11 +224,11 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             stored = names.chain(chain)
             self._chains[stored.chain_id] = stored
         for key in batch.identity_keys:
-            self._keys[key.did].setdefault(key)
+            add_key(self._keys, key)
         self._beacons.update(batch.beacons)
         for cs in batch.countersignatures:
-            witnesses = self._countersigs[names.name(cs.target_cid)]
-            witnesses.setdefault(names.name(cs.witness_did), cs.jws_token)
+            target, witness = names.name(cs.target_cid), names.name(cs.witness_did)
+            add_witness(self._countersigs, target, witness, cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
         for cid in batch.resolved_cids - batch.waiting.keys():

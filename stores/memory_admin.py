@@ -23,13 +23,13 @@ from stores.base import (
     PendingOp,
 )
 from stores.epoch import new_epoch
-from stores.memory_rows import drop_seq
+from stores.memory_rows import drop_seq, drop_witness_token, witnesses_of
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
     from sortedcontainers import SortedList
 
-    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp
+    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp, Witnesses
 
 _T = TypeVar("_T")
 
@@ -41,9 +41,9 @@ class MemoryAdmin:
     _ops: dict[str, StoredOp]
     _interner: Interner
     _chains: dict[str, StoredChain]
-    _keys: dict[str, dict[IdentityKeyRecord, None]]
+    _keys: dict[str, tuple[IdentityKeyRecord, ...]]
     _beacons: dict[str, BeaconRecord]
-    _countersigs: dict[str, dict[str, str]]
+    _countersigs: dict[str, Witnesses]
     _log: list[StoredOp | None]
     _chain_log: dict[str, ChainSeqs]
     _standalone_log: dict[str, ChainSeqs]
@@ -123,9 +123,7 @@ class MemoryAdmin:
         if stored.parent_cid is None:
             self._roots.discard((stored.created_at_ms, stored.cid))
         if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)
-            witnesses = self._countersigs.get(stored.chain_id, {})
-            for witness in [w for w, token in witnesses.items() if token == stored.jws_token]:
-                del witnesses[witness]
+            drop_witness_token(self._countersigs, stored.chain_id, stored.jws_token)
         beacon = self._beacons.get(stored.chain_id)
         if stored.kind == "beacon" and beacon is not None and beacon.cid == stored.cid:
             del self._beacons[stored.chain_id]
@@ -162,8 +160,8 @@ class _MemorySnapshot:
         by_token = {o.jws_token: o.cid for o in self._ops if o.kind == "countersign"}
         self._sigs = [
             CountersignatureRecord(target, witness, by_token.get(token, ""), token)
-            for target, witnesses in store._countersigs.items()
-            for witness, token in witnesses.items()
+            for target in store._countersigs
+            for witness, token in witnesses_of(store._countersigs, target).items()
         ]
         self._blobs = sorted(store._blobs)
         self._raw = [

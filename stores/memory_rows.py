@@ -19,7 +19,14 @@ from array import array
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Union
 
-from stores.base import ChainKind, ChainRecord, LogEntry, OperationKind, OperationRecord
+from stores.base import (
+    ChainKind,
+    ChainRecord,
+    IdentityKeyRecord,
+    LogEntry,
+    OperationKind,
+    OperationRecord,
+)
 
 # (keys, value, value, ...): a state dict without its per-op hash table
 PackedState = tuple[Any, ...]
@@ -183,6 +190,52 @@ def drop_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
             del index[key]
     elif held is not None and seq in held:
         held.remove(seq)
+
+
+# A target's countersignatures, witness DID -> token. Most targets have one
+# witness: a (witness, token) pair instead of a dict (~130 B less a target).
+Witnesses = tuple[str, str] | dict[str, str]
+
+
+def add_witness(
+    index: MutableMapping[str, Witnesses], target: str, witness: str, token: str
+) -> None:
+    held = index.get(target)
+    if held is None:
+        index[target] = (witness, token)
+    elif isinstance(held, tuple):
+        if held[0] != witness:  # the first countersignature of a witness stays
+            index[target] = {held[0]: held[1], witness: token}
+    else:
+        held.setdefault(witness, token)
+
+
+def witnesses_of(index: Mapping[str, Witnesses], target: str) -> Mapping[str, str]:
+    held = index.get(target)
+    if held is None:
+        return {}
+    return {held[0]: held[1]} if isinstance(held, tuple) else held
+
+
+def drop_witness_token(index: MutableMapping[str, Witnesses], target: str, token: str) -> None:
+    """Forget the countersignature ``token`` of ``target``, whoever signed it."""
+    held = index.get(target)
+    if isinstance(held, tuple):
+        if held[1] == token:
+            del index[target]
+    elif held is not None:
+        for witness in [w for w, t in held.items() if t == token]:
+            del held[witness]
+
+
+# An identity's keys in the order first seen: a tuple (few keys per identity;
+# a dict used as an ordered set is ~0.2 KB each).
+def add_key(
+    index: MutableMapping[str, tuple[IdentityKeyRecord, ...]], key: IdentityKeyRecord
+) -> None:
+    held = index.get(key.did, ())
+    if key not in held:
+        index[key.did] = (*held, key)
 
 
 def live_after(
