@@ -29,7 +29,7 @@ from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 if TYPE_CHECKING:
     from sortedcontainers import SortedList
 
-    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp, Witnesses
+    from stores.memory_rows import ChainSeqs, Interner, OpTable, StoredChain, Witnesses
 
 _T = TypeVar("_T")
 
@@ -38,13 +38,12 @@ class MemoryAdmin:
     """The ``ModerationStore`` and ``AuditSource`` halves of ``MemoryStore``."""
 
     _lock: asyncio.Lock
-    _ops: dict[str, StoredOp]
+    _ops: OpTable
     _interner: Interner
     _chains: dict[str, StoredChain]
     _keys: dict[str, tuple[IdentityKeyRecord, ...]]
     _beacons: dict[str, BeaconRecord]
     _countersigs: dict[str, Witnesses]
-    _log: list[StoredOp | None]
     _chain_log: dict[str, ChainSeqs]
     _standalone_log: dict[str, ChainSeqs]
     _roots: SortedList
@@ -76,11 +75,12 @@ class MemoryAdmin:
         return sorted(found, key=lambda p: (p.seq, p.cid))
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
-        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.author_did == did]
+        authors, record = self._ops.author, self._ops.record
+        return [record(s) for s in self._ops.live() if authors[s - 1] == did]
 
     async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
-        wanted = set(chain_ids)
-        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.chain_id in wanted]
+        wanted, chains, record = set(chain_ids), self._ops.chain, self._ops.record
+        return [record(s) for s in self._ops.live() if chains[s - 1] in wanted]
 
     # the moderation session ----------------------------------------------------
     @asynccontextmanager
@@ -111,11 +111,11 @@ class MemoryAdmin:
         return dropped
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:
-        stored = self._ops.pop(op.cid, None)
-        if stored is None:
+        seq = self._ops.seq_of.get(op.cid)
+        if seq is None:
             return
-        index = stored.seq - 1
-        self._log[index] = None
+        stored = self._ops.record(seq)  # before its columns are cleared
+        self._ops.remove(seq)
         chain_kind = stored.kind in ("identity-op", "content-op")
         drop_seq(
             self._chain_log if chain_kind else self._standalone_log, stored.chain_id, stored.seq
@@ -139,10 +139,6 @@ class MemoryAdmin:
         yield _MemorySnapshot(self)
 
 
-def _seq(op: StoredOp) -> int:
-    return op.seq
-
-
 async def _each(items: Sequence[_T]) -> AsyncIterator[_T]:
     for item in items:
         yield item
@@ -152,8 +148,7 @@ class _MemorySnapshot:
     """Copies of every table, taken at once (no await in ``__init__``)."""
 
     def __init__(self, store: MemoryAdmin) -> None:
-        rows = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
-        self._ops = [row.record() for row in rows]
+        self._ops = [store._ops.record(seq) for seq in store._ops.live()]
         self._chains = [store._chains[c].record() for c in sorted(store._chains)]
         self._keys = [k for per_did in store._keys.values() for k in per_did]
         self._beacons = [store._beacons[d] for d in sorted(store._beacons)]

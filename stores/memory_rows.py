@@ -1,13 +1,14 @@
 """Compact per-op rows of the in-memory store (issue 17: RSS per op).
 
-One ``StoredOp`` per sequenced op is the only per-op object: the CID index
-and the global log point at it, the chain logs hold its log position in an
-``array``. Strings equal to one the store already holds (a parent's CID, a
-chain id, a signer DID, a CID inside a state) are kept as that one object,
-and a state snapshot is kept as a tuple of its values behind a shared tuple
-of its keys (key sets inside it are shared between roles and ops). Reads
-rebuild ``OperationRecord``/``LogEntry``: a read costs an allocation, a
-stored op ~0.5 KB less.
+The sequenced ops are an ``OpTable``: columns indexed by log position, so
+an op's own objects are its strings and its seq (the CID index's value);
+the chain logs hold log positions in an ``array``. Strings equal to one
+the store already holds (a parent's CID, a chain id, a signer DID, a CID
+inside a state) are kept as that one object, and a state snapshot is kept
+as a tuple of its values behind a shared tuple of its keys (key sets
+inside it are shared between roles and ops). Reads rebuild
+``OperationRecord``/``LogEntry``: a read costs an allocation, a stored op
+~0.6 KB less.
 
 Not interned: strings no other row holds (a document CID), so the pool
 of names grows only with chains and signers, never per op.
@@ -15,6 +16,7 @@ of names grows only with chains and signers, never per op.
 
 from __future__ import annotations
 
+import typing
 from array import array
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Union
@@ -22,6 +24,7 @@ from typing import Any, Union
 from stores.base import (
     ChainKind,
     ChainRecord,
+    FeedEntry,
     IdentityKeyRecord,
     LogEntry,
     OperationKind,
@@ -32,41 +35,96 @@ from stores.base import (
 PackedState = tuple[Any, ...]
 
 
-class StoredOp:
-    __slots__ = (
-        "author_did", "chain_id", "cid", "created_at_ms", "jws_token", "kind", "parent_cid",
-        "seq", "state",
-    )  # fmt: skip
+KINDS: tuple[OperationKind, ...] = typing.get_args(OperationKind)
+_KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 
-    def __init__(
-        self,
-        cid: str,
-        jws_token: str,
-        kind: OperationKind,
-        chain_id: str,
-        author_did: str,
-        parent_cid: str | None,
-        created_at_ms: int,
-        seq: int,
-    ) -> None:
-        self.cid = cid
-        self.jws_token = jws_token
-        self.kind: OperationKind = kind
-        self.chain_id = chain_id
-        self.author_did = author_did
-        self.parent_cid = parent_cid
-        self.created_at_ms = created_at_ms
-        self.seq = seq
-        self.state: PackedState | None = None
 
-    def record(self) -> OperationRecord:
+class OpTable:
+    """The sequenced ops, one column per field, indexed by log position
+    (seq - 1). Per op this is 7 list slots, a byte and an 8-byte int: a
+    slotted row object with its own ``seq`` and ``createdAt`` ints took
+    ~90 B more. A purged position keeps ``None`` CID, token and state
+    (positions are never reused). Reads rebuild the records."""
+
+    __slots__ = ("author", "chain", "cid", "created", "kind", "parent", "seq_of", "state", "token")
+
+    def __init__(self) -> None:
+        self.seq_of: dict[str, int] = {}  # CID -> seq of the ops not purged
+        self.cid: list[str | None] = []
+        self.token: list[str | None] = []
+        self.kind = bytearray()  # index into KINDS
+        self.chain: list[str] = []
+        self.author: list[str] = []
+        self.parent: list[str | None] = []
+        self.created = array("q")
+        self.state: list[PackedState | None] = []
+
+    def __len__(self) -> int:
+        return len(self.cid)
+
+    def append(
+        self, cid: str, token: str, kind: OperationKind, chain_id: str, author_did: str,
+        parent_cid: str | None, created_at_ms: int,
+    ) -> int:  # fmt: skip
+        """Add an op (its state is set after: ``state[seq - 1]``); its seq."""
+        self.cid.append(cid)
+        self.token.append(token)
+        self.kind.append(_KIND_CODE[kind])
+        self.chain.append(chain_id)
+        self.author.append(author_did)
+        self.parent.append(parent_cid)
+        self.created.append(created_at_ms)
+        self.state.append(None)
+        seq = self.seq_of[cid] = len(self.cid)
+        return seq
+
+    def remove(self, seq: int) -> None:
+        at = seq - 1
+        cid = self.cid[at]
+        if cid is not None:
+            del self.seq_of[cid]
+        self.cid[at] = self.token[at] = self.state[at] = None
+
+    def kind_at(self, seq: int) -> OperationKind:
+        return KINDS[self.kind[seq - 1]]
+
+    def record(self, seq: int) -> OperationRecord:
+        at = seq - 1
         return OperationRecord(
-            self.cid, self.jws_token, self.kind, self.chain_id, self.author_did,
-            self.parent_cid, self.created_at_ms, thaw_state(self.state), self.seq,
+            self.cid[at], self.token[at], KINDS[self.kind[at]], self.chain[at],  # type: ignore[arg-type]
+            self.author[at], self.parent[at], self.created[at], thaw_state(self.state[at]), seq,
         )  # fmt: skip
 
-    def log_entry(self) -> LogEntry:
-        return LogEntry(self.cid, self.jws_token, self.kind, self.chain_id, self.seq)
+    def log_entry(self, seq: int) -> LogEntry:
+        at = seq - 1
+        return LogEntry(
+            self.cid[at], self.token[at], KINDS[self.kind[at]], self.chain[at], seq,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def feed_entry(self, seq: int) -> FeedEntry:
+        at = seq - 1
+        return FeedEntry(
+            seq, self.cid[at], self.token[at], KINDS[self.kind[at]], self.chain[at],  # type: ignore[arg-type]
+            self.author[at], self.created[at], self.parent[at], thaw_state(self.state[at]),
+        )  # fmt: skip
+
+    def live_after(self, start: int, limit: int, end: int | None = None) -> tuple[list[int], bool]:
+        """Up to ``limit`` seqs of positions ``start:end`` that are not purged,
+        and whether any live position follows them (before ``end``)."""
+        cids = self.cid
+        stop = len(cids) if end is None else min(end, len(cids))
+        out: list[int] = []
+        i = start
+        while i < stop and len(out) < limit:
+            if cids[i] is not None:
+                out.append(i + 1)
+            i += 1
+        more = any(cids[j] is not None for j in range(i, stop))
+        return out, more
+
+    def live(self) -> list[int]:
+        """The seqs of every op not purged, ascending."""
+        return [at + 1 for at, cid in enumerate(self.cid) if cid is not None]
 
 
 class StoredChain:
@@ -100,8 +158,10 @@ class StoredChain:
 class Interner:
     """Equal strings and key sets as one object, for the rows of one store."""
 
-    def __init__(self, ops: Mapping[str, StoredOp]) -> None:
-        self._ops = ops
+    def __init__(self, ops: OpTable) -> None:
+        self._seq_of = ops.seq_of
+        self._cids = ops.cid
+        self._states = ops.state
         self._names: dict[str, str] = {}  # chain ids and DIDs
         self._frozen: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # state keys, key sets
 
@@ -109,22 +169,22 @@ class Interner:
         """The stored op's CID string if ``value`` names one (lookup only)."""
         if value is None:
             return None
-        row = self._ops.get(value)
-        return value if row is None else row.cid
+        seq = self._seq_of.get(value)
+        return value if seq is None else self._cids[seq - 1]
 
     def name(self, value: str) -> str:
         """A chain id or DID: pooled (one entry per chain or signer)."""
-        row = self._ops.get(value)  # a countersignature's chain is its target CID
-        if row is not None:
-            return row.cid
+        seq = self._seq_of.get(value)  # a countersignature's chain is its target CID
+        if seq is not None:
+            return self._cids[seq - 1]  # type: ignore[return-value]
         return self._names.setdefault(value, value)
 
     def chain(self, chain: ChainRecord) -> StoredChain:
         state = self.pack_state(chain.state)
         assert state is not None
-        head = self._ops.get(chain.head_cid)
-        if head is not None and head.state == state:
-            state = head.state  # the head op's own snapshot: one tuple for both
+        head = self._seq_of.get(chain.head_cid)
+        if head is not None and (own := self._states[head - 1]) == state:
+            state = own  # the head op's own snapshot: one tuple for both
         return StoredChain(
             self.name(chain.chain_id), chain.kind, self.cid(chain.genesis_cid) or "",
             self.cid(chain.head_cid) or "", chain.head_created_at_ms, state,
@@ -140,8 +200,8 @@ class Interner:
     def _value(self, value: Any) -> tuple[Any, bool]:
         """The value to store, and whether it is made of strings only."""
         if type(value) is str:
-            row = self._ops.get(value)
-            return (self._names.get(value, value) if row is None else row.cid), True
+            seq = self._seq_of.get(value)
+            return (self._names.get(value, value) if seq is None else self._cids[seq - 1]), True
         if type(value) is list:
             parts = [self._value(v) for v in value]
             frozen = tuple(v for v, _ in parts)
@@ -236,20 +296,3 @@ def add_key(
     held = index.get(key.did, ())
     if key not in held:
         index[key.did] = (*held, key)
-
-
-def live_after(
-    log: Sequence[StoredOp | None], start: int, limit: int, end: int | None = None
-) -> tuple[list[StoredOp], bool]:
-    """Up to ``limit`` rows of ``log[start:end]`` that are not purged, and
-    whether any row follows them (before ``end``)."""
-    stop = len(log) if end is None else min(end, len(log))
-    out: list[StoredOp] = []
-    i = start
-    while i < stop and len(out) < limit:
-        row = log[i]
-        if row is not None:
-            out.append(row)
-        i += 1
-    more = any(log[j] is not None for j in range(i, stop))
-    return out, more
