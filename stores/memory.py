@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequ
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from sortedcontainers import SortedList
-
 from stores.base import (
     DEPENDENCY_KINDS,
     BeaconRecord,
@@ -47,6 +45,7 @@ from stores.memory_rows import (
     ChainSeqs,
     Interner,
     OpTable,
+    Roots,
     StoredChain,
     Witnesses,
     add_key,
@@ -86,7 +85,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._cursors: dict[str, str] = {}
         self._identity: RelayIdentityRecord | None = None
         # changes feed: parentless ops by (createdAt, CID); standalone ops by chain
-        self._roots: SortedList = SortedList()
+        self._roots = Roots(self._ops)
         self._standalone_log: dict[str, ChainSeqs] = {}
         self._epoch: str | None = None
         self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
@@ -210,7 +209,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             chain_log = self._chain_log if op.kind in CHAIN_KINDS else self._standalone_log
             add_seq(chain_log, chain_id, seq)
             if op.parent_cid is None:
-                self._roots.add((op.created_at_ms, op.cid))
+                self._roots.add(op.created_at_ms, seq)
         for chain in batch.chains.values():
             stored = names.chain(chain)
             self._chains[stored.chain_id] = stored
@@ -261,14 +260,12 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def read_roots(
         self, until_seq: int, after: tuple[int, str] | None, limit: int
     ) -> list[FeedEntry]:
-        start = 0 if after is None else self._roots.bisect_right(after)
         out: list[FeedEntry] = []
-        for _, cid in self._roots.islice(start):
+        for seq in self._roots.after(after):
             if len(out) == limit:
                 break
-            entry = self._ops.feed_entry(self._ops.seq_of[cid])
-            if entry.seq <= until_seq:
-                out.append(entry)
+            if seq <= until_seq:
+                out.append(self._ops.feed_entry(seq))
         return out
 
     async def read_chain_entries(

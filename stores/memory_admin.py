@@ -27,9 +27,7 @@ from stores.memory_rows import drop_seq, drop_witness_token, witnesses_of
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
-    from sortedcontainers import SortedList
-
-    from stores.memory_rows import ChainSeqs, Interner, OpTable, StoredChain, Witnesses
+    from stores.memory_rows import ChainSeqs, Interner, OpTable, Roots, StoredChain, Witnesses
 
 _T = TypeVar("_T")
 
@@ -46,7 +44,7 @@ class MemoryAdmin:
     _countersigs: dict[str, Witnesses]
     _chain_log: dict[str, ChainSeqs]
     _standalone_log: dict[str, ChainSeqs]
-    _roots: SortedList
+    _roots: Roots
     _raw: dict[str, str]
     _received: dict[str, int]
     _pending: dict[str, PendingOp]
@@ -121,7 +119,7 @@ class MemoryAdmin:
             self._chain_log if chain_kind else self._standalone_log, stored.chain_id, stored.seq
         )
         if stored.parent_cid is None:
-            self._roots.discard((stored.created_at_ms, stored.cid))
+            self._roots.discard(stored.created_at_ms, seq)
         if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)
             drop_witness_token(self._countersigs, stored.chain_id, stored.jws_token)
         beacon = self._beacons.get(stored.chain_id)
