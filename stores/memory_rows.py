@@ -271,9 +271,11 @@ def _thaw(value: Any) -> Any:
     return [_thaw(v) for v in value] if type(value) is tuple else value
 
 
-# The seqs of one chain's ops, ascending: a lone op's seq is its row's own int
-# object (most countersigned targets, artifacts, beacons, short content chains).
-ChainSeqs = Union[int, "array[int]"]
+# The seqs of one chain's ops, ascending: a lone op's seq is its own int
+# object (the CID index's value), a short chain a tuple of those ints (no new
+# object per seq; most chains), a longer one 8 bytes a seq in an ``array``.
+ChainSeqs = Union[int, tuple[int, ...], "array[int]"]
+_TUPLE_MAX = 16  # a tuple is rebuilt per append: short chains only
 
 
 def add_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
@@ -281,7 +283,9 @@ def add_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
     if held is None:
         index[key] = seq
     elif isinstance(held, int):
-        index[key] = array("q", (held, seq))  # 8 bytes a seq from here on
+        index[key] = (held, seq)
+    elif isinstance(held, tuple):
+        index[key] = (*held, seq) if len(held) < _TUPLE_MAX else array("q", (*held, seq))
     else:
         held.append(seq)
 
@@ -298,6 +302,8 @@ def drop_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
     if isinstance(held, int):
         if held == seq:
             del index[key]
+    elif isinstance(held, tuple):
+        index[key] = tuple(s for s in held if s != seq)
     elif held is not None and seq in held:
         held.remove(seq)
 
