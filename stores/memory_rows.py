@@ -49,7 +49,9 @@ class OpTable:
     ~90 B more. A purged position keeps ``None`` CID, token and state
     (positions are never reused). Reads rebuild the records."""
 
-    __slots__ = ("author", "chain", "cid", "created", "kind", "parent", "seq_of", "state", "token")
+    __slots__ = (
+        "author", "chain", "cid", "created", "holes", "kind", "parent", "seq_of", "state", "token",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.seq_of: dict[str, int] = {}  # CID -> seq of the ops not purged
@@ -61,6 +63,7 @@ class OpTable:
         self.parent: list[str | None] = []
         self.created = array("q")
         self.state: list[PackedState | None] = []
+        self.holes = 0  # purged positions: while none, a range of seqs is all live
 
     def __len__(self) -> int:
         return len(self.cid)
@@ -86,6 +89,7 @@ class OpTable:
         cid = self.cid[at]
         if cid is not None:
             del self.seq_of[cid]
+            self.holes += 1
         self.cid[at] = self.token[at] = self.state[at] = None
 
     def kind_at(self, seq: int) -> OperationKind:
@@ -116,6 +120,9 @@ class OpTable:
         and whether any live position follows them (before ``end``)."""
         cids = self.cid
         stop = len(cids) if end is None else min(end, len(cids))
+        if not self.holes:
+            last = max(min(start + limit, stop), start)
+            return list(range(start + 1, last + 1)), last < stop
         out: list[int] = []
         i = start
         while i < stop and len(out) < limit:
@@ -157,25 +164,25 @@ class Roots:
         """The seqs of the roots strictly after the (createdAt, CID) ``after``."""
         keys = self._keys
         start = 0 if after is None else keys.bisect_left(after[0] << _SEQ_BITS)
-        group: list[tuple[str, int]] = []  # (CID, seq) of the roots of one createdAt
-        created = None
+        group: list[int] = []  # the seqs of the roots of one createdAt
+        created = 0
         for key in keys.islice(start):
-            if key >> _SEQ_BITS != created:
-                yield from _in_cid_order(group, created, after)
+            if key >> _SEQ_BITS != created or not group:
+                if group:
+                    yield from self._ordered(group, created, after)
                 group, created = [], key >> _SEQ_BITS
-            seq = key & _SEQ_MASK
-            group.append((self._cids[seq - 1] or "", seq))
-        yield from _in_cid_order(group, created, after)
+            group.append(key & _SEQ_MASK)
+        if group:
+            yield from self._ordered(group, created, after)
 
-
-def _in_cid_order(
-    group: list[tuple[str, int]], created: int | None, after: tuple[int, str] | None
-) -> Iterator[int]:
-    if len(group) > 1:
-        group.sort()
-    for cid, seq in group:
-        if after is None or (created, cid) > after:
-            yield seq
+    def _ordered(self, group: list[int], created: int, after: tuple[int, str] | None) -> list[int]:
+        """The seqs of the roots of one createdAt in CID order, past ``after``
+        (the first createdAt read may be ``after``'s own)."""
+        if len(group) == 1 and (after is None or created != after[0]):
+            return group
+        cids = self._cids
+        ordered = sorted((cids[seq - 1] or "", seq) for seq in group)
+        return [seq for cid, seq in ordered if after is None or (created, cid) > after]
 
 
 class StoredChain:
@@ -277,7 +284,10 @@ _CID_HEAD = "bafyrei"
 def thaw_state(packed: PackedState | None) -> dict[str, Any] | None:
     if packed is None:
         return None
-    return {k: _thaw(v) for k, v in zip(packed[0], packed[1:], strict=True)}
+    return {
+        k: _thaw(v) if (kind := type(v)) is tuple or kind is bytes else v
+        for k, v in zip(packed[0], packed[1:], strict=True)
+    }
 
 
 def _thaw(value: Any) -> Any:
