@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequ
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from sortedcontainers import SortedList
-
 from stores.base import (
     DEPENDENCY_KINDS,
     BeaconRecord,
@@ -46,12 +44,15 @@ from stores.memory_links import MemoryLinks
 from stores.memory_rows import (
     ChainSeqs,
     Interner,
+    OpTable,
+    Roots,
     StoredChain,
-    StoredOp,
+    Witnesses,
+    add_key,
     add_seq,
-    live_after,
+    add_witness,
     seqs_of,
-    thaw_state,
+    witnesses_of,
 )
 from stores.paging import page_after
 from stores.state_reads import read_state_stepwise
@@ -59,26 +60,18 @@ from stores.state_reads import read_state_stepwise
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
 
 
-def _feed_entry(op: StoredOp) -> FeedEntry:
-    return FeedEntry(
-        op.seq, op.cid, op.jws_token, op.kind, op.chain_id, op.author_did,
-        op.created_at_ms, op.parent_cid, thaw_state(op.state),
-    )  # fmt: skip
-
-
 class MemoryStore(MemoryAdmin, MemoryLinks):
     """A ``RelayStore`` held in process memory."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
-        self._ops: dict[str, StoredOp] = {}  # rows: see stores.memory_rows
+        self._ops = OpTable()  # see stores.memory_rows; a seq is its position + 1
         self._interner = Interner(self._ops)
         self._chains: dict[str, StoredChain] = {}
-        # per DID, its keys as an ordered set (the record is its own key: no tuple)
-        self._keys: dict[str, dict[IdentityKeyRecord, None]] = defaultdict(dict)
+        # per DID, its keys in the order first seen (``add_key``)
+        self._keys: dict[str, tuple[IdentityKeyRecord, ...]] = {}
         self._beacons: dict[str, BeaconRecord] = {}
-        self._countersigs: dict[str, dict[str, str]] = defaultdict(dict)
-        self._log: list[StoredOp | None] = []  # a row's position is its seq - 1
+        self._countersigs: dict[str, Witnesses] = {}  # by target CID
         self._chain_log: dict[str, ChainSeqs] = {}
         self._rejections: dict[str, Rejection] = {}
         self._raw: dict[str, str] = {}
@@ -92,7 +85,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._cursors: dict[str, str] = {}
         self._identity: RelayIdentityRecord | None = None
         # changes feed: parentless ops by (createdAt, CID); standalone ops by chain
-        self._roots: SortedList = SortedList()
+        self._roots = Roots(self._ops)
         self._standalone_log: dict[str, ChainSeqs] = {}
         self._epoch: str | None = None
         self._notes: OrderedDict[str, RejectionNote] = OrderedDict()  # oldest first
@@ -111,8 +104,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     # proof reader ----------------------------------------------------------
     async def get_operation(self, cid: str) -> OperationRecord | None:
-        row = self._ops.get(cid)
-        return None if row is None else row.record()
+        seq = self._ops.seq_of.get(cid)
+        return None if seq is None else self._ops.record(seq)
 
     async def get_chain(self, chain_id: str) -> ChainRecord | None:
         row = self._chains.get(chain_id)
@@ -122,32 +115,34 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return self._beacons.get(did)
 
     async def get_countersignatures(self, target_cid: str) -> list[str]:
-        return list(self._countersigs.get(target_cid, {}).values())
+        return list(witnesses_of(self._countersigs, target_cid).values())
 
     async def read_log(self, after: str | None, limit: int) -> LogPage:
         start = 0
         if after is not None:
-            row = self._ops.get(after)
-            if row is None:
+            seq = self._ops.seq_of.get(after)
+            if seq is None:
                 raise UnknownCursorError(after)
-            start = row.seq
-        rows, has_more = live_after(self._log, start, limit)
-        return page_after([r.log_entry() for r in rows], limit, has_more=has_more)
+            start = seq
+        seqs, has_more = self._ops.live_after(start, limit)
+        entry = self._ops.log_entry
+        return page_after([entry(s) for s in seqs], limit, has_more=has_more)
 
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
         seqs = seqs_of(self._chain_log, chain_id)
         start = 0
         if after is not None:
-            row = self._ops.get(after)
-            if row is None or row.chain_id != chain_id:
+            seq = self._ops.seq_of.get(after)
+            if seq is None or self._ops.chain[seq - 1] != chain_id:
                 raise UnknownCursorError(after)
-            start = bisect.bisect_right(seqs, row.seq)
+            start = bisect.bisect_right(seqs, seq)
         window = seqs[start : start + limit]
-        entries = [r.log_entry() for s in window if (r := self._log[s - 1]) is not None]
+        cids, entry = self._ops.cid, self._ops.log_entry
+        entries = [entry(s) for s in window if cids[s - 1] is not None]
         return page_after(entries, limit, has_more=start + limit < len(seqs))
 
     async def log_length(self) -> int:
-        return len(self._log)
+        return len(self._ops)
 
     # sequencing ------------------------------------------------------------
     @asynccontextmanager
@@ -160,7 +155,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return await read_state_stepwise(self, query)
 
     async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
-        return {c: row.record() for c in cids if (row := self._ops.get(c)) is not None}
+        seq_of, record = self._ops.seq_of, self._ops.record
+        return {c: record(seq) for c in cids if (seq := seq_of.get(c)) is not None}
 
     async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]:
         return {c: row.record() for c in chain_ids if (row := self._chains.get(c)) is not None}
@@ -171,7 +167,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def sequenced_and_keys(
         self, cids: Collection[str], dids: Collection[str]
     ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
-        return {c for c in cids if c in self._ops}, await self.get_identity_keys(dids)
+        seq_of = self._ops.seq_of
+        return {c for c in cids if c in seq_of}, await self.get_identity_keys(dids)
 
     async def get_beacons(self, dids: Collection[str]) -> dict[str, BeaconRecord]:
         return {d: self._beacons[d] for d in dids if d in self._beacons}
@@ -179,7 +176,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def get_countersign_pairs(
         self, pairs: Collection[tuple[str, str]]
     ) -> set[tuple[str, str]]:
-        return {(t, w) for t, w in pairs if w in self._countersigs.get(t, {})}
+        return {(t, w) for t, w in pairs if w in witnesses_of(self._countersigs, t)}
 
     async def get_rejections(self, token_hashes: Collection[str]) -> dict[str, Rejection]:
         return {h: self._rejections[h] for h in token_hashes if h in self._rejections}
@@ -201,30 +198,27 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     async def commit(self, batch: CommitBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
-        names = self._interner
+        names, ops = self._interner, self._ops
         for op in batch.operations:
-            pos = len(self._log)
             chain_id = names.name(op.chain_id)
-            row = StoredOp(
+            seq = ops.append(
                 op.cid, op.jws_token, op.kind, chain_id, names.name(op.author_did),
-                names.cid(op.parent_cid), op.created_at_ms, pos + 1,
+                names.cid(op.parent_cid), op.created_at_ms,
             )  # fmt: skip
-            self._ops[op.cid] = row
-            row.state = names.pack_state(op.state)  # after: its own CID is the row's
+            ops.state[seq - 1] = names.pack_state(op.state)  # after: its own CID is the op's
             chain_log = self._chain_log if op.kind in CHAIN_KINDS else self._standalone_log
-            add_seq(chain_log, chain_id, row.seq)
+            add_seq(chain_log, chain_id, seq)
             if op.parent_cid is None:
-                self._roots.add((op.created_at_ms, op.cid))
-            self._log.append(row)
+                self._roots.add(op.created_at_ms, seq)
         for chain in batch.chains.values():
             stored = names.chain(chain)
             self._chains[stored.chain_id] = stored
         for key in batch.identity_keys:
-            self._keys[key.did].setdefault(key)
+            add_key(self._keys, key)
         self._beacons.update(batch.beacons)
         for cs in batch.countersignatures:
-            witnesses = self._countersigs[names.name(cs.target_cid)]
-            witnesses.setdefault(names.name(cs.witness_did), cs.jws_token)
+            target, witness = names.name(cs.target_cid), names.name(cs.witness_did)
+            add_witness(self._countersigs, target, witness, cs.jws_token)
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
         for cid in batch.resolved_cids - batch.waiting.keys():
@@ -238,7 +232,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
-        return len(self._log)
+        return len(ops)
 
     def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)
@@ -251,28 +245,27 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     # changes feed ------------------------------------------------------------
     # reconciliation ----------------------------------------------------------
     async def read_sync_items(self, after_seq: int, limit: int) -> list[tuple[int, int, str]]:
-        window, _ = live_after(self._log, max(after_seq, 0), limit)  # purged ops: skipped
-        return [(r.seq, r.created_at_ms, r.cid) for r in window]
+        window, _ = self._ops.live_after(max(after_seq, 0), limit)  # purged ops: skipped
+        created, cids = self._ops.created, self._ops.cid
+        return [(s, created[s - 1], c) for s in window if (c := cids[s - 1]) is not None]
 
     async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
         return await self.get_operations(cids)
 
     async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
         # positions of purged ops hold None: skip them, still up to ``limit`` entries
-        window, _ = live_after(self._log, max(after_seq, 0), limit, end=max(until_seq, 0))
-        return [_feed_entry(r) for r in window]
+        window, _ = self._ops.live_after(max(after_seq, 0), limit, end=max(until_seq, 0))
+        return [self._ops.feed_entry(s) for s in window]
 
     async def read_roots(
         self, until_seq: int, after: tuple[int, str] | None, limit: int
     ) -> list[FeedEntry]:
-        start = 0 if after is None else self._roots.bisect_right(after)
         out: list[FeedEntry] = []
-        for _, cid in self._roots.islice(start):
+        for seq in self._roots.after(after):
             if len(out) == limit:
                 break
-            entry = _feed_entry(self._ops[cid])
-            if entry.seq <= until_seq:
-                out.append(entry)
+            if seq <= until_seq:
+                out.append(self._ops.feed_entry(seq))
         return out
 
     async def read_chain_entries(
@@ -280,7 +273,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     ) -> list[FeedEntry]:
         chain = seqs_of(self._chain_log, chain_id)
         seqs = sorted([*chain, *seqs_of(self._standalone_log, chain_id)])
-        entries = (_feed_entry(r) for s in seqs if s <= until_seq and (r := self._log[s - 1]))
+        cids, entry = self._ops.cid, self._ops.feed_entry
+        entries = (entry(s) for s in seqs if s <= until_seq and cids[s - 1] is not None)
         return [e for e in entries if e.kind in kinds]
 
     async def read_chains_entries(
@@ -312,7 +306,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     ) -> set[str]:
         sequenced = set()
         for cid, token in ops:
-            if cid in self._ops:
+            if cid in self._ops.seq_of:
                 sequenced.add(cid)
             elif cid not in self._raw:
                 self._raw[cid] = token
@@ -334,8 +328,13 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     # op status -------------------------------------------------------------
     async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
-        found = (self._ops[c] for c in cids if c in self._ops)
-        return {op.cid: OpLocation(op.cid, op.kind, op.chain_id, op.seq) for op in found}
+        ops = self._ops
+        found = (s for c in cids if (s := ops.seq_of.get(c)) is not None)
+        return {
+            c: OpLocation(c, ops.kind_at(s), ops.chain[s - 1], s)
+            for s in found
+            if (c := ops.cid[s - 1]) is not None
+        }
 
     async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]:
         found = (c for c in cids if c in self._raw)

@@ -23,13 +23,11 @@ from stores.base import (
     PendingOp,
 )
 from stores.epoch import new_epoch
-from stores.memory_rows import drop_seq
+from stores.memory_rows import drop_seq, drop_witness_token, witnesses_of
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
-    from sortedcontainers import SortedList
-
-    from stores.memory_rows import ChainSeqs, Interner, StoredChain, StoredOp
+    from stores.memory_rows import ChainSeqs, Interner, OpTable, Roots, StoredChain, Witnesses
 
 _T = TypeVar("_T")
 
@@ -38,16 +36,15 @@ class MemoryAdmin:
     """The ``ModerationStore`` and ``AuditSource`` halves of ``MemoryStore``."""
 
     _lock: asyncio.Lock
-    _ops: dict[str, StoredOp]
+    _ops: OpTable
     _interner: Interner
     _chains: dict[str, StoredChain]
-    _keys: dict[str, dict[IdentityKeyRecord, None]]
+    _keys: dict[str, tuple[IdentityKeyRecord, ...]]
     _beacons: dict[str, BeaconRecord]
-    _countersigs: dict[str, dict[str, str]]
-    _log: list[StoredOp | None]
+    _countersigs: dict[str, Witnesses]
     _chain_log: dict[str, ChainSeqs]
     _standalone_log: dict[str, ChainSeqs]
-    _roots: SortedList
+    _roots: Roots
     _raw: dict[str, str]
     _received: dict[str, int]
     _pending: dict[str, PendingOp]
@@ -76,11 +73,12 @@ class MemoryAdmin:
         return sorted(found, key=lambda p: (p.seq, p.cid))
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
-        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.author_did == did]
+        authors, record = self._ops.author, self._ops.record
+        return [record(s) for s in self._ops.live() if authors[s - 1] == did]
 
     async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
-        wanted = set(chain_ids)
-        return [o.record() for o in sorted(self._ops.values(), key=_seq) if o.chain_id in wanted]
+        wanted, chains, record = set(chain_ids), self._ops.chain, self._ops.record
+        return [record(s) for s in self._ops.live() if chains[s - 1] in wanted]
 
     # the moderation session ----------------------------------------------------
     @asynccontextmanager
@@ -111,21 +109,19 @@ class MemoryAdmin:
         return dropped
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:
-        stored = self._ops.pop(op.cid, None)
-        if stored is None:
+        seq = self._ops.seq_of.get(op.cid)
+        if seq is None:
             return
-        index = stored.seq - 1
-        self._log[index] = None
+        stored = self._ops.record(seq)  # before its columns are cleared
+        self._ops.remove(seq)
         chain_kind = stored.kind in ("identity-op", "content-op")
         drop_seq(
             self._chain_log if chain_kind else self._standalone_log, stored.chain_id, stored.seq
         )
         if stored.parent_cid is None:
-            self._roots.discard((stored.created_at_ms, stored.cid))
+            self._roots.discard(stored.created_at_ms, seq)
         if stored.kind == "countersign":  # its row, whoever it names (SQL: by CID)
-            witnesses = self._countersigs.get(stored.chain_id, {})
-            for witness in [w for w, token in witnesses.items() if token == stored.jws_token]:
-                del witnesses[witness]
+            drop_witness_token(self._countersigs, stored.chain_id, stored.jws_token)
         beacon = self._beacons.get(stored.chain_id)
         if stored.kind == "beacon" and beacon is not None and beacon.cid == stored.cid:
             del self._beacons[stored.chain_id]
@@ -141,10 +137,6 @@ class MemoryAdmin:
         yield _MemorySnapshot(self)
 
 
-def _seq(op: StoredOp) -> int:
-    return op.seq
-
-
 async def _each(items: Sequence[_T]) -> AsyncIterator[_T]:
     for item in items:
         yield item
@@ -154,16 +146,15 @@ class _MemorySnapshot:
     """Copies of every table, taken at once (no await in ``__init__``)."""
 
     def __init__(self, store: MemoryAdmin) -> None:
-        rows = sorted(store._ops.values(), key=lambda o: (o.seq, o.cid))
-        self._ops = [row.record() for row in rows]
+        self._ops = [store._ops.record(seq) for seq in store._ops.live()]
         self._chains = [store._chains[c].record() for c in sorted(store._chains)]
         self._keys = [k for per_did in store._keys.values() for k in per_did]
         self._beacons = [store._beacons[d] for d in sorted(store._beacons)]
         by_token = {o.jws_token: o.cid for o in self._ops if o.kind == "countersign"}
         self._sigs = [
             CountersignatureRecord(target, witness, by_token.get(token, ""), token)
-            for target, witnesses in store._countersigs.items()
-            for witness, token in witnesses.items()
+            for target in store._countersigs
+            for witness, token in witnesses_of(store._countersigs, target).items()
         ]
         self._blobs = sorted(store._blobs)
         self._raw = [

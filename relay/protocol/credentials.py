@@ -18,6 +18,7 @@ issuer is deleted or still holds the key (the resolver decides that).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .envelope import TYP_JWT, TYP_VC, KeyResolver, verify_with_resolver
 from .errors import CredentialError, MalformedError, SignatureError
@@ -148,13 +149,24 @@ def _issuer_kid(decoded: DecodedJws, iss: str) -> str:
 # One delegation credential authorizes many content ops, so the same token is
 # checked again and again. The key each token was found to verify under is
 # memoised (a token and a key verify or not, forever; the resolver must still
-# offer that key). Bounded; reset when full.
-_VERIFIED_LIMIT = 4096
+# offer that key). Least recently used first out: each entry holds its token
+# (~0.6 KB), and a stream of one-use tokens must not fill megabytes of RSS.
+_VERIFIED_LIMIT = 512
+_T = TypeVar("_T")
 _verified: dict[str, bytes] = {}
 
 
+def _remember(memo: dict[str, _T], key: str, value: _T, limit: int) -> None:
+    """Insert as the most recent entry (dicts keep insertion order); drop the oldest."""
+    memo[key] = value
+    if len(memo) > limit:
+        del memo[next(iter(memo))]
+
+
 def _check_signature(decoded: DecodedJws, resolve_key: KeyResolver, iss: str) -> None:
-    known = _verified.get(decoded.token)
+    known = _verified.pop(decoded.token, None)
+    if known is not None:
+        _verified[decoded.token] = known  # now the most recent
     if known is not None and decoded.verified_key is None:
         d = decoded
         decoded = DecodedJws(
@@ -165,9 +177,7 @@ def _check_signature(decoded: DecodedJws, resolve_key: KeyResolver, iss: str) ->
     except SignatureError as exc:
         raise CredentialError("invalid signature") from exc
     if known is None:
-        if len(_verified) >= _VERIFIED_LIMIT:
-            _verified.clear()
-        _verified[decoded.token] = key
+        _remember(_verified, decoded.token, key, _VERIFIED_LIMIT)
 
 
 def verify_auth_token(
@@ -235,22 +245,22 @@ def decode_credential_unsafe(token: str) -> Credential:
 
 
 # A delegate signs many ops under one credential: its decoded, well-formed
-# claims are memoised by token (pure; bounded, reset when full). Only the
-# checks that depend on the op (time, type, subject, key) run each time.
-_READ_LIMIT = 4096
+# claims are memoised by token (pure). Only the checks that depend on the op
+# (time, type, subject, key) run each time. An entry is ~3 KB (token, parsed
+# JSON, signing input): least recently used first out, as ``_verified``.
+_READ_LIMIT = 512
 _read: dict[str, tuple[DecodedJws, Credential]] = {}
 
 
 def _read_credential(token: str) -> tuple[DecodedJws, Credential]:
-    known = _read.get(token)
+    known = _read.pop(token, None)
     if known is not None:
+        _read[token] = known  # now the most recent
         return known
     decoded = _decode(token, TYP_VC)
     credential = _parse_credential(decoded)
     _issuer_kid(decoded, credential.iss)
-    if len(_read) >= _READ_LIMIT:
-        _read.clear()
-    _read[token] = (decoded, credential)
+    _remember(_read, token, (decoded, credential), _READ_LIMIT)
     return decoded, credential
 
 

@@ -51,8 +51,10 @@ def encode_id(data: bytes) -> str:
 
 
 # Ingestion asks for the id of one genesis several times (precheck, routing,
-# verification): a pure function of the CID, so a bounded memo.
-@functools.lru_cache(maxsize=8192)
+# verification): a pure function of the CID, so a bounded memo. The asks fall
+# within one request or woken cascade, and an entry holds its own CID string
+# (~0.25 KB in all): a few requests' worth is enough.
+@functools.lru_cache(maxsize=1024)
 def chain_id_from_genesis_cid(cid: str) -> str:
     """Bare 22-char chain id derived from the raw bytes of a genesis CID."""
     return encode_id(cid_to_bytes(cid))

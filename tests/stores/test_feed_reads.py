@@ -41,6 +41,21 @@ async def test_roots_in_created_order_within_a_snapshot(opened: RelayStore) -> N
     assert [r.cid for r in page1 + page2] == ["a1", "g1", "b1", "g2"]
 
 
+async def test_roots_paged_inside_one_created_at(opened: RelayStore) -> None:
+    # one createdAt for several roots, arriving out of CID order, and one
+    # before the epoch: pages cut inside the group keep (createdAt, CID) order
+    await append(
+        opened,
+        *[op(c, "artifact", "did:dfos:a", at=1000) for c in ("r3", "r1", "r4", "r2")],
+        op("r0", "artifact", "did:dfos:a", at=-5),
+    )
+    pages, after = [], None
+    while page := await opened.read_roots(5, after, 2):
+        pages.append([r.cid for r in page])
+        after = (page[-1].created_at_ms, page[-1].cid)
+    assert pages == [["r0", "r1"], ["r2", "r3"], ["r4"]]
+
+
 async def test_chain_entries_up_to_a_seq(opened: RelayStore) -> None:
     await append(opened, op("g", at=1), op("u1", parent="g", at=2), op("u2", parent="g", at=3))
     await append(opened, op("b1", "beacon", "did:dfos:a", at=4), op("u3", parent="u1", at=5))

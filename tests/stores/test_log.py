@@ -103,6 +103,20 @@ async def test_chain_log_lists_only_chain_ops_of_that_chain(opened: RelayStore) 
     assert (await opened.read_chain_log("did:dfos:zz", None, 10)).entries == ()
 
 
+async def test_a_long_chain_log_pages_in_order(opened: RelayStore) -> None:
+    # 40 ops, one commit at a time, another chain's op between: past the
+    # lengths the memory store keeps in a tuple (issue 17)
+    for i in range(40):
+        await append(opened, op(f"i{i:02d}", chain_id="did:dfos:a"), op(f"o{i:02d}", "beacon"))
+    cids, cursor = [], None
+    while True:
+        page = await opened.read_chain_log("did:dfos:a", cursor, 7)
+        cids += [e.cid for e in page.entries]
+        if (cursor := page.cursor) is None:
+            break
+    assert cids == [f"i{i:02d}" for i in range(40)]
+
+
 async def test_chain_log_pages_and_checks_cursor_chain(opened: RelayStore) -> None:
     ops = [op(f"i{i}", chain_id="did:dfos:a") for i in range(5)]
     await append(opened, *ops[:2], op("j0", chain_id="did:dfos:b"), *ops[2:])

@@ -36,6 +36,22 @@ async def test_operation_round_trips_with_state_snapshot(opened: RelayStore) -> 
     assert found == {"c1": genesis, "c3": beacon}
 
 
+async def test_state_strings_round_trip_whatever_they_look_like(opened: RelayStore) -> None:
+    # the memory store packs CID-like strings no row holds (issue 17)
+    doc = "bafyreifh2h2kwl5ebqztdcazp6zgbhi2eqqthzwfj7v2zjoixxmv7r7dfy"
+    state = {
+        "document_cid": doc,
+        "head": "bafyrei",
+        "odd": "bafyrei\u00e9",
+        "list": [doc, "bafyreix", ["bafyrei"]],
+        "shared": "c1",  # the CID of an op of the store
+    }
+    await append(opened, op("c1", at=1, state=state))
+    found = await opened.get_operation("c1")
+    assert found is not None and found.state == state
+    assert repr(found.state) == repr(state)
+
+
 async def test_sequenced_and_keys_reads_what_a_precheck_needs(opened: RelayStore) -> None:
     await append(opened, op("c1"), op("c2"))
     await opened.put_raw_ops([("c3", "tok.c3")])  # buffered is not sequenced
