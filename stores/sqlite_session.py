@@ -10,6 +10,14 @@ runs whole steps on that thread in one hop:
 - the commit: ``write_batch`` (positions read under the write lock) and
   ``COMMIT`` together.
 
+Once the transaction holds the write lock, the session's later reads (the
+rounds of ops woken from the buffer, and the buffer reads that wake them) run
+right on the event loop's thread instead: a read inside the locked
+transaction never waits for a lock, takes a fraction of a millisecond, and a
+hop costs two thread wake-ups, which on a busy host (run queues longer than
+the cores) is a millisecond or more each. ``BEGIN IMMEDIATE`` (which may wait
+for another process's write lock) and the commit keep their hop.
+
 The shared SQL code is reused as is: on the connection's thread it runs over
 a ``DirectConn`` whose awaits never suspend, so its coroutines are driven to
 completion right there (``drive``).
@@ -103,6 +111,11 @@ class Hopper(Protocol):
         """``fn(db, *args)`` on the connection's thread; errors as StoreError."""
         ...
 
+    def run_here(self, fn: Any, *args: Any) -> Any:
+        """``fn(db, *args)`` on the calling thread (the connection's own thread
+        is idle); errors as StoreError."""
+        ...
+
 
 class _SessionConn:
     """The session's ``Conn``: statements in the transaction begun by the first."""
@@ -112,11 +125,16 @@ class _SessionConn:
         self._session = session
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        rows: list[Row] = await self._conn.hop(_fetch, sql, params, self._session.begin())
+        begin = self._session.begin()
+        if not begin:  # the write lock is held: a read never waits
+            rows: list[Row] = self._conn.run_here(_fetch, sql, params, False)
+            return rows
+        rows = await self._conn.hop(_fetch, sql, params, True)
         return rows
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self.fetch(sql, params)
+        # writes (an admin's moderation batch) keep their hop, however large
+        await self._conn.hop(_fetch, sql, params, self._session.begin())
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # the sequencing commit writes in one hop (commit_direct); this serves
@@ -125,7 +143,8 @@ class _SessionConn:
 
 
 class SqliteSession(SqlSession):
-    """``SqlSession`` whose reads and commit each take one thread hop.
+    """``SqlSession`` whose first read and commit each take one thread hop
+    and whose later reads run on the caller's thread.
 
     The transaction (BEGIN IMMEDIATE) begins with the first hop; ``end``
     only ever rolls back (the commit hop commits by itself)."""
@@ -141,9 +160,13 @@ class SqliteSession(SqlSession):
         return first
 
     async def read_state(self, query: StateQuery) -> StateRows:
-        rows: StateRows = await self._hopper.hop(
-            read_state_direct, self._q, self._d, query, self.begin()
-        )
+        begin = self.begin()
+        if not begin:  # the write lock is held: a read never waits
+            here: StateRows = self._hopper.run_here(
+                read_state_direct, self._q, self._d, query, False
+            )
+            return here
+        rows: StateRows = await self._hopper.hop(read_state_direct, self._q, self._d, query, True)
         return rows
 
     async def commit(self, batch: CommitBatch) -> int:
