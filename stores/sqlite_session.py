@@ -10,13 +10,13 @@ runs whole steps on that thread in one hop:
 - the commit: ``write_batch`` (positions read under the write lock) and
   ``COMMIT`` together.
 
-Once the transaction holds the write lock, the session's later reads (the
-rounds of ops woken from the buffer, and the buffer reads that wake them) run
-right on the event loop's thread instead: a read inside the locked
-transaction never waits for a lock, takes a fraction of a millisecond, and a
-hop costs two thread wake-ups, which on a busy host (run queues longer than
-the cores) is a millisecond or more each. ``BEGIN IMMEDIATE`` (which may wait
-for another process's write lock) and the commit keep their hop.
+The session's reads run right on the event loop's thread instead, once the
+transaction holds the write lock: a read inside it never waits for a lock
+and takes a fraction of a millisecond, where a hop costs two thread
+wake-ups (a millisecond or more each on a busy host, run queues longer than
+the cores). ``BEGIN IMMEDIATE`` is tried there too without waiting; if
+another process holds the write lock, it is taken in a hop that waits. The
+commit keeps its hop.
 
 The shared SQL code is reused as is: on the connection's thread it runs over
 a ``DirectConn`` whose awaits never suspend, so its coroutines are driven to
@@ -92,6 +92,22 @@ def commit_direct(
     return head
 
 
+def begin_now(db: sqlite3.Connection) -> bool:
+    """BEGIN IMMEDIATE unless another connection holds the write lock (False);
+    never waits."""
+    waits = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            return False
+        raise
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {waits}")
+    return True
+
+
 def _fetch(db: sqlite3.Connection, sql: str, params: Sequence[Any], begin: bool) -> list[Row]:
     if begin:
         db.execute("BEGIN IMMEDIATE")
@@ -125,11 +141,10 @@ class _SessionConn:
         self._session = session
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        begin = self._session.begin()
-        if not begin:  # the write lock is held: a read never waits
+        if self._session.begun_here():  # the write lock is held: a read never waits
             rows: list[Row] = self._conn.run_here(_fetch, sql, params, False)
             return rows
-        rows = await self._conn.hop(_fetch, sql, params, True)
+        rows = await self._conn.hop(_fetch, sql, params, self._session.begin())
         return rows
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
@@ -143,8 +158,9 @@ class _SessionConn:
 
 
 class SqliteSession(SqlSession):
-    """``SqlSession`` whose first read and commit each take one thread hop
-    and whose later reads run on the caller's thread.
+    """``SqlSession`` whose reads run on the caller's thread (the first one
+    takes a hop if it must wait for the write lock) and whose commit takes
+    one thread hop.
 
     The transaction (BEGIN IMMEDIATE) begins with the first hop; ``end``
     only ever rolls back (the commit hop commits by itself)."""
@@ -159,14 +175,22 @@ class SqliteSession(SqlSession):
         first, self._begun = not self._begun, True
         return first
 
+    def begun_here(self) -> bool:
+        """True once the transaction is open; opens it on this thread if that
+        needs no wait (False: another process holds the write lock)."""
+        if not self._begun and self._hopper.run_here(begin_now):
+            self._begun = True
+        return self._begun
+
     async def read_state(self, query: StateQuery) -> StateRows:
-        begin = self.begin()
-        if not begin:  # the write lock is held: a read never waits
+        if self.begun_here():  # the write lock is held: a read never waits
             here: StateRows = self._hopper.run_here(
                 read_state_direct, self._q, self._d, query, False
             )
             return here
-        rows: StateRows = await self._hopper.hop(read_state_direct, self._q, self._d, query, True)
+        rows: StateRows = await self._hopper.hop(
+            read_state_direct, self._q, self._d, query, self.begin()
+        )
         return rows
 
     async def commit(self, batch: CommitBatch) -> int:

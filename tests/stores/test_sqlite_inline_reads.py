@@ -47,7 +47,7 @@ async def test_later_session_reads_see_the_sessions_transaction(tmp_path: Path) 
             assert (await session.read_state(StateQuery(cids=frozenset({"c1"})))).operations == {}
             later = asyncio.create_task(_read_in_session(second))
             await asyncio.sleep(0.2)
-            assert not later.done()  # BEGIN IMMEDIATE waits on its thread
+            assert not later.done()  # BEGIN IMMEDIATE is busy inline, waits in a hop
             await session.commit(
                 CommitBatch(operations=[op("c1")], resolved_cids={"c1"}, waiting={"c2": waiting})
             )
@@ -62,7 +62,7 @@ async def test_later_session_reads_see_the_sessions_transaction(tmp_path: Path) 
 
 async def _read_in_session(store: SqliteStore) -> tuple[dict[str, object], list[PendingOp], int]:
     async with store.sequencing() as session:
-        await session.read_state(StateQuery(count_pending=True))  # begins (a hop)
+        await session.read_state(StateQuery(count_pending=True))  # waits for the lock (a hop)
         rows = await session.read_state(StateQuery(cids=frozenset({"c1"})))  # inline
         taken = await session.take_waiting(["op:c1"])  # inline
         pending = await session.count_pending()  # inline
