@@ -10,6 +10,14 @@ runs whole steps on that thread in one hop:
 - the commit: ``write_batch`` (positions read under the write lock) and
   ``COMMIT`` together.
 
+The session's reads run right on the event loop's thread instead, once the
+transaction holds the write lock: a read inside it never waits for a lock
+and takes a fraction of a millisecond, where a hop costs two thread
+wake-ups (a millisecond or more each on a busy host, run queues longer than
+the cores). ``BEGIN IMMEDIATE`` is tried there too without waiting; if
+another process holds the write lock, it is taken in a hop that waits. The
+commit keeps its hop.
+
 The shared SQL code is reused as is: on the connection's thread it runs over
 a ``DirectConn`` whose awaits never suspend, so its coroutines are driven to
 completion right there (``drive``).
@@ -84,6 +92,22 @@ def commit_direct(
     return head
 
 
+def begin_now(db: sqlite3.Connection) -> bool:
+    """BEGIN IMMEDIATE unless another connection holds the write lock (False);
+    never waits."""
+    waits = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            return False
+        raise
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {waits}")
+    return True
+
+
 def _fetch(db: sqlite3.Connection, sql: str, params: Sequence[Any], begin: bool) -> list[Row]:
     if begin:
         db.execute("BEGIN IMMEDIATE")
@@ -103,6 +127,11 @@ class Hopper(Protocol):
         """``fn(db, *args)`` on the connection's thread; errors as StoreError."""
         ...
 
+    def run_here(self, fn: Any, *args: Any) -> Any:
+        """``fn(db, *args)`` on the calling thread (the connection's own thread
+        is idle); errors as StoreError."""
+        ...
+
 
 class _SessionConn:
     """The session's ``Conn``: statements in the transaction begun by the first."""
@@ -112,11 +141,15 @@ class _SessionConn:
         self._session = session
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        rows: list[Row] = await self._conn.hop(_fetch, sql, params, self._session.begin())
+        if self._session.begun_here():  # the write lock is held: a read never waits
+            rows: list[Row] = self._conn.run_here(_fetch, sql, params, False)
+            return rows
+        rows = await self._conn.hop(_fetch, sql, params, self._session.begin())
         return rows
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self.fetch(sql, params)
+        # writes (an admin's moderation batch) keep their hop, however large
+        await self._conn.hop(_fetch, sql, params, self._session.begin())
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # the sequencing commit writes in one hop (commit_direct); this serves
@@ -125,7 +158,9 @@ class _SessionConn:
 
 
 class SqliteSession(SqlSession):
-    """``SqlSession`` whose reads and commit each take one thread hop.
+    """``SqlSession`` whose reads run on the caller's thread (the first one
+    takes a hop if it must wait for the write lock) and whose commit takes
+    one thread hop.
 
     The transaction (BEGIN IMMEDIATE) begins with the first hop; ``end``
     only ever rolls back (the commit hop commits by itself)."""
@@ -140,7 +175,19 @@ class SqliteSession(SqlSession):
         first, self._begun = not self._begun, True
         return first
 
+    def begun_here(self) -> bool:
+        """True once the transaction is open; opens it on this thread if that
+        needs no wait (False: another process holds the write lock)."""
+        if not self._begun and self._hopper.run_here(begin_now):
+            self._begun = True
+        return self._begun
+
     async def read_state(self, query: StateQuery) -> StateRows:
+        if self.begun_here():  # the write lock is held: a read never waits
+            here: StateRows = self._hopper.run_here(
+                read_state_direct, self._q, self._d, query, False
+            )
+            return here
         rows: StateRows = await self._hopper.hop(
             read_state_direct, self._q, self._d, query, self.begin()
         )

@@ -116,6 +116,7 @@ class Queries:
         "ON CONFLICT (token_hash) DO UPDATE SET cid = excluded.cid, reason = excluded.reason"
     )
     delete_raw: str = "DELETE FROM raw_ops WHERE cid {IN}"
+    any_raw: str = "SELECT EXISTS (SELECT 1 FROM raw_ops)"
     # an op that keeps waiting keeps the time it started waiting
     upsert_waiting: str = (
         "INSERT INTO raw_ops (cid, token, waits_for, taken, since_ms) VALUES (?, ?, ?, 0, ?) "
