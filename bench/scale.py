@@ -11,7 +11,9 @@ Prints, per backend, measured in the same run:
   (``GET /content/{id}/log``, a chain of the first 10k ops) at 10k ops and at
   the end, and their ratio (target <= 1.5x);
 - the process RSS before the relay starts (the workload is loaded by then),
-  at 10k ops and at the end, and the relay's growth between the last two.
+  at 10k ops and at the end, the relay's growth between the last two, and
+  the process RSS at the end over at 10k (target <= 1.5x on memory at 100k
+  ops; run with a cached workload, as generating one leaves its own memory).
 
 The workload is generated once and cached under bench/out/. Postgres runs
 on the server at ``bench.common.PG_URL`` as it is configured, or, with
@@ -135,6 +137,8 @@ async def run_backend(name: str, tokens: list[str], window: int, pg_url: str) ->
         f"at {EARLY}, {late_rss:.0f} MB at end -> relay {early_rss - base_rss:.0f} MB "
         f"-> {late_rss - base_rss:.0f} MB ({(late_rss - base_rss) / (early_rss - base_rss):.2f}x)"
     )
+    # issue 17's memory target is the process's RSS at the end over at 10k
+    print(f"  RSS at end / at {EARLY}: {late_rss / early_rss:.2f}x (target <= 1.5 on memory)")
 
 
 def rate_between(stamps: list[tuple[int, float]], lo: int, hi: int) -> float:
