@@ -26,6 +26,7 @@ class Dialect:
     serial_pk: str
     numbered_params: bool
     arrays: bool = False  # bulk writes as one statement over array parameters
+    embedded: bool = False  # in process: a read costs no round trip to a server
 
     def render(self, template: str) -> str:
         sql = template.format(
@@ -57,6 +58,7 @@ SQLITE = Dialect(
     blob="BLOB",
     serial_pk="INTEGER PRIMARY KEY",
     numbered_params=False,
+    embedded=True,
 )
 
 POSTGRES = Dialect(

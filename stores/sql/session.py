@@ -180,9 +180,10 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
         await conn.executemany(q.upsert_rejection, rejs)
     # A CID both resolved and waiting ends up waiting (and keeps its since_ms).
     resolved = batch.resolved_cids - batch.waiting.keys()
-    # Every op sequenced is resolved; an empty buffer (the usual case in order)
-    # spares probing it for each (a one-page read against ~0.4 us per CID).
-    if resolved and (await conn.fetch(q.any_raw))[0][0]:
+    # Every op sequenced is resolved. Embedded, an empty buffer (the usual case
+    # in order) spares probing it for each CID (a one-page read against ~0.4 us
+    # per CID); on a server that read would be one more round trip.
+    if resolved and (not d.embedded or (await conn.fetch(q.any_raw))[0][0]):
         await conn.execute(q.delete_raw, (d.lst(resolved),))
     if batch.waiting:
         waiting = [R.waiting_row(p) for p in batch.waiting.values()]
