@@ -164,10 +164,7 @@ def _sequenced_and_keys(
     dids: Collection[str],
 ) -> tuple[set[str], dict[str, list[IdentityKeyRecord]]]:
     sequenced = {str(r[0]) for r in db.execute(q.known_cids, (lst(cids),))} if cids else set()
-    keys: dict[str, list[IdentityKeyRecord]] = {}
-    if dids:
-        for r in db.execute(q.get_keys, (lst(dids),)):
-            keys.setdefault(r[0], []).append(R.key_record(r))
+    keys = R.keys_by_did(db.execute(q.get_keys, (lst(dids),))) if dids else {}
     return sequenced, keys
 
 

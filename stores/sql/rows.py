@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, cast
 
 import orjson
@@ -89,6 +89,14 @@ def beacon_record(row: Row) -> BeaconRecord:
 
 def key_record(row: Row) -> IdentityKeyRecord:
     return IdentityKeyRecord(row[0], row[1], row[2])
+
+
+def keys_by_did(rows: Iterable[Row]) -> dict[str, list[IdentityKeyRecord]]:
+    """Rows of (did, key id, multikey) as each DID's key records, in row order."""
+    out: dict[str, list[IdentityKeyRecord]] = {}
+    for r in rows:
+        out.setdefault(r[0], []).append(key_record(r))
+    return out
 
 
 def rejection_record(row: Row) -> Rejection:

@@ -188,10 +188,7 @@ class SqlStore(SqlModeration, SqlLinks):
         return epoch
 
     async def get_identity_keys(self, dids: Collection[str]) -> dict[str, list[IdentityKeyRecord]]:
-        out: dict[str, list[IdentityKeyRecord]] = {}
-        for r in await self._fetch_in(self._q.get_keys, dids):
-            out.setdefault(r[0], []).append(R.key_record(r))
-        return out
+        return R.keys_by_did(await self._fetch_in(self._q.get_keys, dids))
 
     async def sequenced_and_keys(
         self, cids: Collection[str], dids: Collection[str]
@@ -199,11 +196,7 @@ class SqlStore(SqlModeration, SqlLinks):
         if self._d.arrays:  # one round trip
             rows = await self._fetch_two(self._q.sequenced_and_keys, cids, dids)
             sequenced = {str(r[1]) for r in rows if r[0] == "o"}
-            keys: dict[str, list[IdentityKeyRecord]] = {}
-            for r in rows:
-                if r[0] == "k":
-                    keys.setdefault(r[1], []).append(R.key_record(r[1:4]))
-            return sequenced, keys
+            return sequenced, R.keys_by_did(r[1:4] for r in rows if r[0] == "k")
         # embedded: two reader connections, side by side
         found, keys = await asyncio.gather(
             self._fetch_in(self._q.known_cids, cids), self.get_identity_keys(dids)
