@@ -56,8 +56,10 @@ class FeedHub:
         head_seq: Callable[[], Awaitable[int]],
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        subscribed: Callable[[], bool] = lambda: False,
     ) -> None:
         self._head_seq = head_seq
+        self._subscribed = subscribed  # any subscription open (the feed counts them)
         self._poll_interval_s = poll_interval_s
         self._heartbeat_s = heartbeat_s
         self._last_wake = float("-inf")
@@ -70,7 +72,6 @@ class FeedHub:
         self.known_head = 0  # moves at every commit
         self.woken_head = 0  # the head as of the last wake-up: what woken subscribers read to
         self._waiters = 0
-        self.subscribers = 0  # open subscriptions (``Subscription`` counts itself)
         self._poller: asyncio.Task[None] | None = None
         self._unwatch: Callable[[], Awaitable[None]] | None = None
         # run before each wake-up: the feed reads the new entries once, for all
@@ -86,7 +87,7 @@ class FeedHub:
         if head_seq <= self.known_head:
             return
         self.known_head = head_seq
-        idle = not self.subscribers and not self._waiters
+        idle = not self._waiters and not self._subscribed()
         if idle and self._pending is None and self._waking is None:
             # Nobody follows: no prefetch task, no fan-out and no CPU-clock
             # syscall per commit. A subscriber that comes to wait sees the

@@ -43,10 +43,13 @@ class Feed:
         self.store = store
         self.config = config
         self._stream_id = stream_id
-        self.hub = FeedHub(self._poll_head, config.poll_interval_s, config.heartbeat_s)
+        self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
+        self.hub = FeedHub(
+            self._poll_head, config.poll_interval_s, config.heartbeat_s,
+            subscribed=lambda: any(self.subscribers.values()),
+        )  # fmt: skip
         self.cache = EventCache(store)
         self.hub.before_wake = self._prefetch
-        self.subscribers: dict[str, int] = dict.fromkeys(TRANSPORTS, 0)
         self.epoch: str | None = None  # the store's epoch as last read
 
     async def refresh_epoch(self) -> str:
@@ -149,14 +152,12 @@ class Subscription:
 
     def __enter__(self) -> Subscription:
         self.feed.subscribers[self.transport] += 1
-        self.feed.hub.subscribers += 1
         self._active = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._active:
             self.feed.subscribers[self.transport] -= 1
-            self.feed.hub.subscribers -= 1
             self._active = False
 
     async def messages(self) -> AsyncIterator[FeedMessage]:

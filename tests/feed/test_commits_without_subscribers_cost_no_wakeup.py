@@ -13,8 +13,8 @@ async def _head() -> int:
     return 0
 
 
-def _hub() -> tuple[FeedHub, list[int]]:
-    hub = FeedHub(_head)
+def _hub(subscribed: bool = False) -> tuple[FeedHub, list[int]]:
+    hub = FeedHub(_head, subscribed=lambda: subscribed)
     prefetched: list[int] = []
 
     async def before_wake(head: int) -> None:
@@ -42,8 +42,7 @@ async def test_a_later_waiter_sees_the_version_moved_at_once() -> None:
 
 
 async def test_with_a_subscription_open_commits_are_prefetched_and_fanned_out() -> None:
-    hub, prefetched = _hub()
-    hub.subscribers = 1
+    hub, prefetched = _hub(subscribed=True)
     version = hub.version
     waiter = asyncio.create_task(hub.wait(version))
     await asyncio.sleep(0)
