@@ -9,8 +9,13 @@ the signature checks of the others.
 
 Invariants:
 - results come back in input order, exactly as a serial run would give them;
-- small batches run inline: handing work to threads costs more than it
-  gains below a few dozen verifications;
+- large batches run wholly on the threads, so the event loop stays free;
+- mid-sized batches (a shuffled stream's requests and woken cascades) are
+  shared: the caller checks one chunk itself while the threads check the
+  rest, and takes back any chunk no thread has started. That costs one
+  hand-off and no wait on the event loop, and blocks the loop no longer than
+  checking the whole batch inline would;
+- tiny batches run inline: a hand-off costs more than it gains;
 - the pool is created on first use and shut down by ``close()`` (the relay's
   stop); a closed pool is recreated if the relay starts again.
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from relay.protocol import DecodedJws, precheck
 
@@ -29,6 +34,9 @@ from relay.protocol import DecodedJws, precheck
 # shuffled stream, a few ops each) cost more in hand-offs and GIL switches
 # than they gain; batches of 64 and more gain nearly 2x when a core is free.
 MIN_CHUNK = 32
+# Below 2 * MIN_CHUNK, batches of at least this many are shared between the
+# caller and the threads (chunks of at least SHARED_CHUNK ops).
+SHARED_CHUNK = 8
 # Threads by default: one per core, at most this many (verification scales
 # with cores; beyond a handful the serialized sequencing pass is the limit).
 MAX_DEFAULT_THREADS = 8
@@ -52,19 +60,38 @@ class PrecheckPool:
         self._executor: ThreadPoolExecutor | None = None
 
     async def run(self, jobs: Sequence[Job]) -> list[DecodedJws]:
-        chunks = self._split(jobs)
-        if len(chunks) <= 1:
-            return _run(jobs)
+        chunks = self._split(jobs, MIN_CHUNK)
+        if len(chunks) > 1:
+            loop = asyncio.get_running_loop()
+            executor = self._started()
+            done = await asyncio.gather(
+                *(loop.run_in_executor(executor, _run, chunk) for chunk in chunks)
+            )
+            return [decoded for chunk in done for decoded in chunk]
+        chunks = self._split(jobs, SHARED_CHUNK)
+        if len(chunks) > 1:
+            return self._shared(chunks)
+        return _run(jobs)
+
+    def _shared(self, chunks: list[Sequence[Job]]) -> list[DecodedJws]:
+        executor = self._started()
+        futures: list[Future[list[DecodedJws]]] = [
+            executor.submit(_run, chunk) for chunk in chunks[1:]
+        ]
+        out = _run(chunks[0])
+        for future, chunk in zip(futures, chunks[1:], strict=True):
+            # A chunk no thread has started (the threads are busy with another
+            # request's) is checked here; a started one is nearly done.
+            out.extend(_run(chunk) if future.cancel() else future.result())
+        return out
+
+    def _started(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="precheck")
-        loop = asyncio.get_running_loop()
-        done = await asyncio.gather(
-            *(loop.run_in_executor(self._executor, _run, chunk) for chunk in chunks)
-        )
-        return [decoded for chunk in done for decoded in chunk]
+        return self._executor
 
-    def _split(self, jobs: Sequence[Job]) -> list[Sequence[Job]]:
-        n = min(self.threads, len(jobs) // MIN_CHUNK)
+    def _split(self, jobs: Sequence[Job], min_chunk: int) -> list[Sequence[Job]]:
+        n = min(self.threads, len(jobs) // min_chunk)
         if n <= 1:
             return [jobs]
         size = -(-len(jobs) // n)
