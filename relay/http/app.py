@@ -20,6 +20,7 @@ from .admin import ADMIN_ROUTES
 from .did import DID_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .forks import FORK_ROUTES
+from .nul_paths import NulPathGuard
 from .ops import OPS_ROUTES
 from .status import STATUS_ROUTES
 
@@ -77,7 +78,8 @@ CORS_MAX_AGE_S = 600
 
 def middleware_for(relay: Relay) -> list[Middleware]:
     """Outermost first: request id + latency + access log, CORS (when on: its
-    headers reach every answer, a 429 included), then rate limit."""
+    headers reach every answer, a 429 included), rate limit, then the NUL
+    path guard."""
     cors = relay.config.cors_origins
     return [
         Middleware(RequestContextMiddleware, metrics=relay.metrics),
@@ -100,6 +102,7 @@ def middleware_for(relay: Relay) -> list[Middleware]:
             limit=relay.config.rate_limit,
             trusted_proxies=relay.config.trusted_proxies,
         ),
+        Middleware(NulPathGuard),
     ]
 
 

@@ -34,7 +34,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
-from relay.protocol import ProtocolError, cid_of, decode_jws, is_cid
+from relay.protocol import DecodedJws, ProtocolError, cid_of, decode_jws, is_cid
 from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
@@ -47,7 +47,7 @@ from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .order import causal_order, wake_keys
 from .parallel import PrecheckPool
 from .policy import Held, Refused, WriteGate
-from .precheck import precheck_round, precheck_submitted
+from .precheck import KEY_ROLES, precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
 
@@ -88,7 +88,38 @@ def prepare(token: object) -> Submitted | IngestionResult:
         except ProtocolError as exc:
             return _rejected("", RejectReason.MALFORMED, str(exc))
         return _rejected(derived, RejectReason.CID_MISMATCH, "missing or invalid cid header")
+    nul = _nul_identifier(decoded, kind)
+    if nul is not None:
+        return _rejected(header_cid, RejectReason.MALFORMED, f"{nul} must not contain NUL")
     return Submitted(decoded, header_cid, kind, token_hash(token))
+
+
+_REFERENCES = ("did", "previousOperationCID", "targetCID")
+
+
+def _nul_identifier(decoded: DecodedJws, kind: str) -> str | None:
+    """The field, if any, of an identifier the relay looks up or stores that
+    holds NUL. No CID or DID holds one, so such a reference could never be
+    satisfied; and a Postgres text column cannot hold NUL, so an op parked
+    under it, or an identity with such a key id, would fail its whole batch
+    there while SQLite and memory stored it."""
+    kid = decoded.kid
+    if kid is not None and "\x00" in kid:
+        return "kid"
+    payload = decoded.payload
+    for field in _REFERENCES:
+        value = payload.get(field)
+        if isinstance(value, str) and "\x00" in value:
+            return field
+    if kind == "identity-op":
+        for role in KEY_ROLES:
+            entries = payload.get(role)
+            if isinstance(entries, list):
+                for entry in entries:
+                    key_id = entry.get("id") if isinstance(entry, dict) else None
+                    if isinstance(key_id, str) and "\x00" in key_id:
+                        return f"{role} key id"
+    return None
 
 
 def _rejected(cid: str, reason: RejectReason, detail: str) -> IngestionResult:

@@ -119,7 +119,7 @@ def _index_identity_keys(
     did = _genesis_did(sub) if payload.get("type") == "create" else (signer[0] if signer else None)
     if did is None:
         return
-    for role in _KEY_ROLES:
+    for role in KEY_ROLES:
         entries = payload.get(role)
         if not isinstance(entries, list) or len(entries) > MAX_KEYS_PER_ROLE:
             continue
@@ -132,7 +132,7 @@ def _index_identity_keys(
                     keys[did][key_id].add(decode_multikey(multibase))
 
 
-_KEY_ROLES = ("authKeys", "assertKeys", "controllerKeys")
+KEY_ROLES = ("authKeys", "assertKeys", "controllerKeys")
 
 
 async def precheck_round(
