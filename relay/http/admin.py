@@ -108,6 +108,8 @@ def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> 
             raise ApiError(400, f"{name} must be a non-negative integer")
     elif not isinstance(value, kind):
         raise ApiError(400, f"{name} must be a {kind.__name__}")
+    if isinstance(value, str) and "\x00" in value:  # Postgres text cannot hold it
+        raise ApiError(400, f"{name} must not contain NUL")
     return value
 
 

@@ -172,3 +172,14 @@ async def test_what_cannot_be_banned_and_malformed_calls(world: World) -> None:
     assert bad_json.status_code == 400
     assert {line["outcome"] for line in world.audits("ban")} == {"refused"}
     assert (await world.admin("GET", "/admin/bans")).json() == {"bans": []}
+
+
+async def test_a_text_field_holding_nul_is_a_400_and_changes_nothing(world: World) -> None:
+    """No backend could keep it alike (Postgres text refuses NUL outright)."""
+    response = await world.admin("PUT", f"/admin/bans/{world.alice.did}", {"reason": "a\x00b"})
+    assert response.status_code == 400, response.text
+    assert response.json() == {"error": "reason must not contain NUL"}
+    dropped = await world.admin("POST", "/admin/waiting/drop", {"did": world.alice.did + "\x00"})
+    assert dropped.status_code == 400 and "NUL" in dropped.json()["error"]
+    listed = await world.admin("GET", "/admin/bans")
+    assert listed.json() == {"bans": []}
