@@ -27,6 +27,9 @@ class Dialect:
     numbered_params: bool
     arrays: bool = False  # bulk writes as one statement over array parameters
     embedded: bool = False  # in process: a read costs no round trip to a server
+    # The buffer's pending count is kept in a row by triggers (schema v6),
+    # not counted per read: a count visits the heap for every fresh row.
+    kept_pending_count: bool = False
 
     def render(self, template: str) -> str:
         sql = template.format(
@@ -69,4 +72,5 @@ POSTGRES = Dialect(
     serial_pk="BIGSERIAL PRIMARY KEY",
     numbered_params=True,
     arrays=True,
+    kept_pending_count=True,
 )

@@ -87,6 +87,7 @@ class Queries:
         "WHERE waits_for = 'op:' || t.cid OFFSET 0) AS r) SELECT cid, token, waits_for FROM t"
     )
     count_pending: str = "SELECT COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL"
+    kept_pending_count: str = "SELECT n FROM raw_ops_pending"
     # commit
     insert_op: str = (
         "INSERT INTO ops (pos, cid, token, kind, chain_id, author_did, parent_cid, "
@@ -148,11 +149,9 @@ class Queries:
         "FROM countersigs WHERE target_cid = ANY(CAST(? AS text[])) "
         "UNION ALL SELECT 'r', token_hash, cid, reason, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
-        "UNION ALL SELECT 'n', CAST(COUNT(*) AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
-        # the flag also gates the scan (a one-time filter): rounds that do not
-        # ask for the count do not read the buffer
-        "NULL, NULL FROM raw_ops WHERE CAST(? AS boolean) AND waits_for IS NOT NULL "
-        "HAVING CAST(? AS boolean)"
+        # the pending count, kept in a row (Postgres, schema v6), when asked
+        "UNION ALL SELECT 'n', CAST(n AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
+        "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

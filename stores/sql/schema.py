@@ -27,6 +27,9 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``raw_ops.received_at_ms`` when a buffered op first arrived (v4)
 - ``peer_links``     the per-link replication ledger, one row per (peer, scope,
                      direction); pending tokens and diagnostics as JSON text (v5)
+- ``raw_ops_pending`` Postgres only: the number of buffered ops that wait
+                     (``waits_for`` set), one row kept exact by statement
+                     triggers on ``raw_ops`` (v6)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -34,8 +37,17 @@ database newer than this code (never drops or rewrites what it does not know).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from stores.base import StoreError
 from stores.sql.dialect import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPendingCount:
+    """A statement only for dialects that keep the pending count in a row."""
+
+    sql: str
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 READ_VERSION = "SELECT MAX(version) FROM schema_version"
@@ -174,8 +186,57 @@ _V5 = [
         PRIMARY KEY (peer_url, scope_id, direction))""",
 ]
 
+# The pending count as a row (Postgres): each sequencing session read it with
+# a COUNT over the buffer, ~2-4 ms with a few thousand fresh rows waiting.
+# Statement triggers with transition tables keep it exact whoever writes
+# raw_ops (a commit's CTEs, moderation, another worker), and touch the row
+# only when the count moves.
+_V6: list[str | KeptPendingCount] = [
+    KeptPendingCount(
+        "CREATE TABLE raw_ops_pending (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL)"
+    ),
+    KeptPendingCount(
+        "INSERT INTO raw_ops_pending (id, n) "
+        "SELECT 1, COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL"
+    ),
+    KeptPendingCount(
+        """CREATE FUNCTION raw_ops_pending_moved() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        DECLARE delta BIGINT := 0;
+        BEGIN
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                delta := delta + (SELECT COUNT(*) FROM new_rows WHERE waits_for IS NOT NULL);
+            END IF;
+            IF TG_OP IN ('DELETE', 'UPDATE') THEN
+                delta := delta - (SELECT COUNT(*) FROM old_rows WHERE waits_for IS NOT NULL);
+            END IF;
+            IF delta <> 0 THEN
+                UPDATE raw_ops_pending SET n = n + delta WHERE id = 1;
+            END IF;
+            RETURN NULL;
+        END $$"""
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_ops_pending_insert AFTER INSERT ON raw_ops "
+        "REFERENCING NEW TABLE AS new_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_ops_pending_update AFTER UPDATE ON raw_ops "
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_ops_pending_delete AFTER DELETE ON raw_ops "
+        "REFERENCING OLD TABLE AS old_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+    ),
+]
+
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+MIGRATIONS: dict[int, list[str | KeptPendingCount]] = {
+    1: [*_V1], 2: [*_V2], 3: [*_V3], 4: [*_V4], 5: [*_V5], 6: _V6,
+}  # fmt: skip
 LATEST_VERSION = max(MIGRATIONS)
 
 
@@ -192,7 +253,11 @@ def pending_migrations(current: int | None, dialect: Dialect, where: str) -> lis
         )
     steps = []
     for v in range(version + 1, LATEST_VERSION + 1):
-        stmts = [dialect.render(s) for s in MIGRATIONS[v]]
+        stmts = [
+            dialect.render(s) if isinstance(s, str) else s.sql
+            for s in MIGRATIONS[v]
+            if isinstance(s, str) or dialect.kept_pending_count
+        ]
         stmts.append(f"INSERT INTO schema_version (version) VALUES ({v})")
         steps.append(stmts)
     return steps

@@ -110,7 +110,7 @@ class SqlSession:
                 q.token_hashes,
             )
         ]
-        params += [q.count_pending, q.count_pending]
+        params.append(q.count_pending)
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
@@ -123,7 +123,8 @@ class SqlSession:
         return taken
 
     async def count_pending(self) -> int:
-        return int((await self._conn.fetch(self._q.count_pending))[0][0])
+        sql = self._q.kept_pending_count if self._d.kept_pending_count else self._q.count_pending
+        return int((await self._conn.fetch(sql))[0][0])
 
     async def commit(self, batch: CommitBatch) -> int:
         if self.done:
