@@ -49,6 +49,7 @@ class KeptPendingCount:
 
     sql: str
 
+
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 READ_VERSION = "SELECT MAX(version) FROM schema_version"
 

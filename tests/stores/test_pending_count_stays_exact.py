@@ -55,8 +55,8 @@ async def test_the_count_follows_every_buffer_write(opened: RelayStore) -> None:
             await opened.put_raw_ops([(f"r{step}", f"tok.r{step}")])
         if step % 10 == 9 and parked:  # an operator drops some
             dropped = set(rng.sample(sorted(parked), min(2, len(parked))))
-            async with opened.sequencing() as s:
-                await s.apply_moderation(ModerationBatch(raw_cids=dropped))
+            async with opened.moderating() as session:
+                await session.apply_moderation(ModerationBatch(raw_cids=dropped))
             parked -= dropped
         assert await _counts(opened) == (len(parked), len(parked)) == (await _waiting(opened),) * 2
 
