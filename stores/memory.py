@@ -226,9 +226,14 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             self._received.pop(cid, None)
             self._drop_pending(cid)
         for cid, pending in batch.waiting.items():
+            buffered = self._raw.get(cid)
+            if buffered is not None and buffered != pending.jws_token and not pending.verified:
+                continue  # see PendingOp.verified
             old = self._drop_pending(cid)
             if old is not None and old.since_ms is not None:  # keeps waiting since then
-                pending = replace(pending, since_ms=old.since_ms)
+                pending = replace(pending, since_ms=old.since_ms, verified=False)
+            elif pending.verified:  # not kept, as by the durable stores
+                pending = replace(pending, verified=False)
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)

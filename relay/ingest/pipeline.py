@@ -34,12 +34,20 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
-from relay.protocol import DecodedJws, ProtocolError, cid_of, decode_jws, is_cid
+from relay.protocol import DecodedJws, ProtocolError, check_cid, cid_of, decode_jws, is_cid
 from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
-from .common import Accepted, Duplicate, Outcome, Submitted, depends_on_op, kid_did
+from .common import (
+    Accepted,
+    Duplicate,
+    Outcome,
+    Submitted,
+    depends_on_op,
+    kid_did,
+    rejection_for,
+)
 from .content import ingest_content
 from .countersign import ingest_countersign
 from .identity import ingest_identity
@@ -319,22 +327,26 @@ class _Sequencing:
         recorded = self.view.rejection(sub.token_hash)
         if recorded is not None:
             outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
-            batch.resolved_cids.add(sub.cid)
+            self._leave_buffer(index, sub)
             self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
         else:
             try:
                 outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
             except Held as held:  # verified; the policy decides after this round
-                self._unpark(sub.cid)
+                self._unpark(sub)
                 self._held.append((index, sub, held.op))
                 return ()
             except Refused as refused:
                 outcome = refused.rejected
+            if isinstance(outcome, Rejected) and outcome.waits_for is not None:
+                # The buffer is keyed by CID: an op parked under a CID its
+                # payload does not have could take the place of the op that has it.
+                outcome = _claimed_cid_holds(sub) or outcome
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)
         if not isinstance(outcome, Rejected) or outcome.waits_for is None:
-            self._unpark(sub.cid)
+            self._unpark(sub)
         if isinstance(outcome, Accepted):
             batch.waiting.pop(sub.cid, None)
             return outcome.wakes
@@ -348,6 +360,13 @@ class _Sequencing:
     def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
         batch = self.view.batch
         if rejected.waits_for is not None:
+            verified = sub.decoded.verified_key is not None
+            held = batch.waiting.get(sub.cid)
+            if held is not None and held.jws_token != sub.token and not verified:
+                # Another token of this CID waits: one whose signature is not
+                # checked yet (a copy with a forged one, maybe) does not take
+                # its place; the store keeps the same rule across sessions.
+                return
             # Ops replayed from the buffer (index None) already hold a slot.
             if index is not None and sub.cid not in batch.waiting:
                 self._room -= 1
@@ -356,18 +375,19 @@ class _Sequencing:
                 full = Rejected(RejectReason.BUFFER_FULL, "pending buffer is full; resubmit later")
                 if index is not None:
                     self.outcomes[index] = full
-                batch.resolved_cids.add(sub.cid)
+                self._leave_buffer(index, sub)
                 self._event(sub, full.reason, full.message)
                 return
             batch.resolved_cids.discard(sub.cid)
             # since: now, unless the store already holds an earlier since for it
-            pending = PendingOp(sub.cid, sub.token, rejected.waits_for, self.now_ms)
+            pending = PendingOp(
+                sub.cid, sub.token, rejected.waits_for, self.now_ms, verified=verified
+            )
             batch.waiting[sub.cid] = pending
             self._prepared[sub.cid] = sub
             self._park(index, sub, rejected.waits_for)
             return
-        batch.waiting.pop(sub.cid, None)
-        batch.resolved_cids.add(sub.cid)
+        self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
@@ -380,10 +400,23 @@ class _Sequencing:
         )
         self.events.append(event)
 
-    def _unpark(self, cid: str) -> None:
-        parked = self._parked.pop(cid, None)
-        if parked is not None:
-            self._waiting[parked[2]].discard(cid)
+    def _leave_buffer(self, index: int | None, sub: Submitted) -> None:
+        """A rejected op leaves the buffer only if it is the op buffered under
+        its CID: one taken from the buffer (index None), or the token this
+        session parked. A request's op may be another token of that CID (a
+        forged copy, say), and must not take the waiting one out with it."""
+        batch = self.view.batch
+        held = batch.waiting.get(sub.cid)
+        if held is not None and held.jws_token == sub.token:
+            del batch.waiting[sub.cid]
+        if index is None:
+            batch.resolved_cids.add(sub.cid)
+
+    def _unpark(self, sub: Submitted) -> None:
+        parked = self._parked.get(sub.cid)
+        if parked is not None and parked[1].token == sub.token:
+            del self._parked[sub.cid]
+            self._waiting[parked[2]].discard(sub.cid)
 
     def _park(self, index: int | None, sub: Submitted, key: str) -> None:
         previous = self._parked.get(sub.cid)
@@ -426,8 +459,19 @@ class _Sequencing:
         for pending in await self.view.session.take_waiting(keys):
             cid = pending.cid
             self._followed.add(depends_on_op(cid))
-            # What this session learnt about an op is fresher than the buffer's note.
-            if cid in next_round or cid in self._parked or cid in self.view.batch.resolved_cids:
+            # What this session learnt about an op is fresher than the buffer's note,
+            # unless it parked another token of that CID whose signature is not
+            # checked: the buffered one (which the store keeps) is tried instead.
+            parked = self._parked.get(cid)
+            if (
+                parked is not None
+                and parked[1].token != pending.jws_token
+                and parked[1].decoded.verified_key is None
+            ):
+                self._unpark(parked[1])
+                self.view.batch.waiting.pop(cid, None)
+                parked = None
+            if cid in next_round or parked is not None or cid in self.view.batch.resolved_cids:
                 continue
             cached = self._prepared.get(cid)
             hit = cached is not None and cached.token == pending.jws_token
@@ -436,6 +480,15 @@ class _Sequencing:
                 next_round[cid] = (None, prepared)
                 found.append(prepared)
         return found
+
+
+def _claimed_cid_holds(sub: Submitted) -> Rejected | None:
+    """The rejection of an op whose header cid is not its payload's CID."""
+    try:
+        check_cid(sub.decoded)
+    except ProtocolError as exc:
+        return rejection_for(exc)
+    return None
 
 
 def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:

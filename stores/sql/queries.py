@@ -123,7 +123,9 @@ class Queries:
         "INSERT INTO raw_ops (cid, token, waits_for, taken, since_ms) VALUES (?, ?, ?, 0, ?) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
-        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms)"
+        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
+        # another token of the CID is replaced only by a verified one
+        "WHERE raw_ops.token = excluded.token OR ?"
     )
     # A whole StateQuery as one statement (array dialect): tagged rows of
     # nine text columns. Content ops found bring their chains; content
@@ -199,7 +201,8 @@ class Queries:
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) AS u(cid, token, w, since) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
-        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms)) "
+        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
+        "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))) "
         "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
     )
     # buffers the new ones and answers the CIDs already sequenced

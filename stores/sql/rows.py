@@ -129,8 +129,8 @@ def pending_op(row: Row) -> PendingOp:
     return PendingOp(row[0], row[1], row[2] or "", None if since is None else int(since), received)
 
 
-def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None]:
-    return (p.cid, p.jws_token, p.waits_for, p.since_ms)
+def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None, bool]:
+    return (p.cid, p.jws_token, p.waits_for, p.since_ms, p.verified)
 
 
 def location(row: Row) -> OpLocation:
@@ -163,7 +163,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
             (c.target_cid, c.witness_did), (c.target_cid, c.witness_did, c.cid, c.jws_token)
         )
     rejections = {r.token_hash: (r.token_hash, r.cid, r.reason) for r in batch.rejections}
-    waiting = [waiting_row(p) for p in batch.waiting.values()]
+    waiting = [waiting_row(p)[:4] for p in batch.waiting.values()]  # verified: by CID below
     # As with separate statements (delete, then upsert), a CID in both sets
     # ends up waiting; one statement must not touch a row twice.
     resolved = sorted(batch.resolved_cids - batch.waiting.keys())
@@ -179,6 +179,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
         out.extend(_columns(rows, width))
     out.append(resolved)
     out.extend(_columns(waiting, 4))
+    out.append([p.cid for p in batch.waiting.values() if p.verified])
     return out
 
 

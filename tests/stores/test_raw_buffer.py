@@ -115,3 +115,22 @@ async def test_resolved_ops_leave_the_buffer(opened: RelayStore) -> None:
     async with opened.sequencing() as s:
         assert await s.count_pending() == 0
         assert await s.take_waiting(["op:x"]) == []
+
+
+async def test_only_a_verified_token_replaces_another_buffered_under_its_cid(
+    opened: RelayStore,
+) -> None:
+    """``PendingOp.verified``: a copy whose signature is unchecked leaves the
+    buffered op as it is; a checked one takes its place; the same token
+    re-parked moves to its new dependency either way."""
+    first = PendingOp("w", "tok.first", "op:p1", 1_000)
+    await commit(opened, CommitBatch(waiting={"w": first}))
+    await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.copy", "op:p2", 2_000)}))
+    assert await opened.get_unsequenced(10) == [first]
+    await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.first", "op:p3", 3_000)}))
+    assert await opened.get_unsequenced(10) == [PendingOp("w", "tok.first", "op:p3", 1_000)]
+    checked = PendingOp("w", "tok.checked", "op:p4", 4_000, verified=True)
+    await commit(opened, CommitBatch(waiting={"w": checked}))
+    assert await opened.get_unsequenced(10) == [PendingOp("w", "tok.checked", "op:p4", 1_000)]
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 1

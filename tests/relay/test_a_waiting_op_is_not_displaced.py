@@ -1,0 +1,109 @@
+"""The buffer holds one token per CID. Nothing another sender submits can
+take a waiting op's place or take it out of the buffer, so it is sequenced
+when its dependency arrives:
+
+- an op whose header claims the waiting op's CID for another payload is
+  rejected (cid-mismatch) and never parked;
+- a copy with a forged signature (same payload, same CID) does not replace
+  it: only a token whose signature checked out replaces a buffered one;
+- the waiting op sent again while the buffer is full stays buffered."""
+
+from __future__ import annotations
+
+from relay import RelayConfig, create_relay
+from relay.protocol import TYP_CONTENT, Ed25519Keypair, b64url_encode, format_timestamp, sign_jws
+from relay.testing.workload import Actor, WorkloadBuilder
+from stores.base import RelayStore
+from tests.support.relay_api import PAST_MS
+
+MISSING = "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+
+def _chain_with_a_gap(seed: int) -> tuple[Actor, str, list[str]]:
+    """The author; update 2's CID; tokens: identity, content genesis,
+    update 1, update 2 (which waits while update 1 is held back)."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    author = b.identity()
+    chain = b.content_create(author)
+    b.content_update(chain)
+    waiting_cid = b.content_update(chain)
+    return author, waiting_cid, list(b.tokens)
+
+
+def _forged(token: str) -> str:
+    """``token`` with a signature by a key that is not the signer's."""
+    header, payload, _ = token.split(".")
+    other = Ed25519Keypair.from_seed(b"\x09" * 32)
+    return f"{header}.{payload}.{b64url_encode(other.sign(f'{header}.{payload}'.encode()))}"
+
+
+async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore) -> None:
+    author, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(101)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        payload = {
+            "version": 1, "type": "update", "did": author.did,
+            "previousOperationCID": MISSING, "documentCID": None, "baseDocumentCID": None,
+            "createdAt": format_timestamp(PAST_MS + 10**6), "note": "impostor",
+        }  # fmt: skip
+        header = {"alg": "EdDSA", "typ": TYP_CONTENT, "kid": author.kid, "cid": waiting_cid}
+        result = (await relay.ingest([sign_jws(header, payload, author.keypair)]))[0]
+        assert result.status.value == "rejected"
+        assert result.reason is not None and result.reason.value == "cid-mismatch"
+        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+
+
+async def test_a_forged_copy_does_not_replace_the_waiting_op(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(102)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        await relay.ingest([update2])
+        await relay.ingest([_forged(update2)])  # same CID; its signature does not check
+        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+
+
+async def test_a_forged_copy_in_the_same_request_does_not_replace_it(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(104)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        await relay.ingest([update2, _forged(update2)])
+        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+
+
+async def test_a_waiting_op_sent_again_to_a_full_buffer_stays(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(103)
+    relay = create_relay(store, config=RelayConfig(max_pending=1))
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        await relay.ingest([update2])
+        await relay.ingest([update2])  # the buffer is full (of this very op)
+        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
+        assert (await store.get_operation(waiting_cid)) is not None
+
+
+async def test_a_forged_copy_parked_while_the_waiting_op_wakes_gives_way(
+    store: RelayStore,
+) -> None:
+    """The forged copy is parked by the request whose genesis wakes the
+    buffered chain (update 1, then update 2): the buffered update 2 is tried,
+    not left behind waiting for a dependency already met."""
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(105)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity])
+        await relay.ingest([update1])
+        await relay.ingest([update2])
+        await relay.ingest([genesis, _forged(update2)])
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await store.get_unsequenced(10) == []
