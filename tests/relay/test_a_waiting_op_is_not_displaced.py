@@ -10,7 +10,9 @@ when its dependency arrives:
 
 from __future__ import annotations
 
-from relay import RelayConfig, create_relay
+import pytest
+
+from relay import Relay, RelayConfig, create_relay
 from relay.protocol import TYP_CONTENT, Ed25519Keypair, b64url_encode, format_timestamp, sign_jws
 from relay.testing.workload import Actor, WorkloadBuilder
 from stores.base import RelayStore
@@ -37,6 +39,13 @@ def _forged(token: str) -> str:
     return f"{header}.{payload}.{b64url_encode(other.sign(f'{header}.{payload}'.encode()))}"
 
 
+async def _released_by(relay: Relay, dependency: str, waiting_cid: str, token: str) -> None:
+    """``dependency`` arrives: the op waiting for it is sequenced, as it was sent."""
+    assert [r.status.value for r in await relay.ingest([dependency])] == ["new"]
+    stored = await relay.store.get_operation(waiting_cid)
+    assert stored is not None and stored.jws_token == token
+
+
 async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore) -> None:
     author, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(101)
     relay = create_relay(store)
@@ -52,32 +61,21 @@ async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore
         result = (await relay.ingest([sign_jws(header, payload, author.keypair)]))[0]
         assert result.status.value == "rejected"
         assert result.reason is not None and result.reason.value == "cid-mismatch"
-        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
-        stored = await store.get_operation(waiting_cid)
-        assert stored is not None and stored.jws_token == update2
+        await _released_by(relay, update1, waiting_cid, update2)
 
 
-async def test_a_forged_copy_does_not_replace_the_waiting_op(store: RelayStore) -> None:
+@pytest.mark.parametrize("same_request", [False, True], ids=["later", "same-request"])
+async def test_a_forged_copy_does_not_replace_the_waiting_op(
+    store: RelayStore, same_request: bool
+) -> None:
     _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(102)
+    forged = _forged(update2)  # same CID; its signature does not check
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest([identity, genesis])
-        await relay.ingest([update2])
-        await relay.ingest([_forged(update2)])  # same CID; its signature does not check
-        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
-        stored = await store.get_operation(waiting_cid)
-        assert stored is not None and stored.jws_token == update2
-
-
-async def test_a_forged_copy_in_the_same_request_does_not_replace_it(store: RelayStore) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(104)
-    relay = create_relay(store)
-    async with relay.running():
-        await relay.ingest([identity, genesis])
-        await relay.ingest([update2, _forged(update2)])
-        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
-        stored = await store.get_operation(waiting_cid)
-        assert stored is not None and stored.jws_token == update2
+        for batch in [[update2, forged]] if same_request else [[update2], [forged]]:
+            await relay.ingest(batch)
+        await _released_by(relay, update1, waiting_cid, update2)
 
 
 async def test_a_waiting_op_sent_again_to_a_full_buffer_stays(store: RelayStore) -> None:
@@ -87,8 +85,7 @@ async def test_a_waiting_op_sent_again_to_a_full_buffer_stays(store: RelayStore)
         await relay.ingest([identity, genesis])
         await relay.ingest([update2])
         await relay.ingest([update2])  # the buffer is full (of this very op)
-        assert [r.status.value for r in await relay.ingest([update1])] == ["new"]
-        assert (await store.get_operation(waiting_cid)) is not None
+        await _released_by(relay, update1, waiting_cid, update2)
 
 
 async def test_a_forged_copy_parked_while_the_waiting_op_wakes_gives_way(
