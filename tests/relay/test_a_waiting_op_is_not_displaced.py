@@ -1,6 +1,7 @@
-"""The buffer holds one token per CID. Nothing another sender submits can
-take a waiting op's place or take it out of the buffer, so it is sequenced
-when its dependency arrives:
+"""The buffer holds one token per CID. Another sender's token of a waiting
+op's CID neither takes its place (once the waiting op's signature has been
+checked) nor takes it out of the buffer, so it is sequenced when its
+dependency arrives:
 
 - an op whose header claims the waiting op's CID for another payload is
   rejected (cid-mismatch) and never parked;
