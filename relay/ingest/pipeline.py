@@ -360,7 +360,7 @@ class _Sequencing:
     def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
         batch = self.view.batch
         if rejected.waits_for is not None:
-            verified = sub.decoded.verified_key is not None
+            verified = _signed_as_claimed(sub)
             held = batch.waiting.get(sub.cid)
             if held is not None and held.jws_token != sub.token and not verified:
                 # Another token of this CID waits: one whose signature is not
@@ -480,6 +480,17 @@ class _Sequencing:
                 next_round[cid] = (None, prepared)
                 found.append(prepared)
         return found
+
+
+def _signed_as_claimed(sub: Submitted) -> bool:
+    """Its signature checked under a key of the DID its kid names, and that
+    DID is the signer its payload names (a copy signed with another
+    identity's key is not). An identity update names no signer in its
+    payload: its kid's DID is checked against the chain when it sequences."""
+    if sub.decoded.verified_key is None:
+        return False
+    did = sub.payload.get("did")
+    return not isinstance(did, str) or kid_did(sub) == did
 
 
 def _claimed_cid_holds(sub: Submitted) -> Rejected | None:

@@ -11,10 +11,20 @@ dependency arrives:
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from relay import Relay, RelayConfig, create_relay
-from relay.protocol import TYP_CONTENT, Ed25519Keypair, b64url_encode, format_timestamp, sign_jws
+from relay.protocol import (
+    TYP_CONTENT,
+    Ed25519Keypair,
+    b64url_decode,
+    b64url_encode,
+    format_timestamp,
+    sign_jws,
+)
 from relay.testing.workload import Actor, WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.relay_api import PAST_MS
@@ -40,6 +50,19 @@ def _forged(token: str) -> str:
     return f"{header}.{payload}.{b64url_encode(other.sign(f'{header}.{payload}'.encode()))}"
 
 
+def _signed_by(token: str, other: Actor) -> str:
+    """``token``'s payload (so its CID) signed by ``other`` under its own kid:
+    a signature that checks, by an identity that is not the signer."""
+    header_b64, payload_b64, _ = token.split(".")
+    header = {**_json(header_b64), "kid": other.kid}
+    return sign_jws(header, _json(payload_b64), other.keypair)
+
+
+def _json(segment: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(b64url_decode(segment))
+    return value
+
+
 async def _released_by(relay: Relay, dependency: str, waiting_cid: str, token: str) -> None:
     """``dependency`` arrives: the op waiting for it is sequenced, as it was sent."""
     assert [r.status.value for r in await relay.ingest([dependency])] == ["new"]
@@ -62,6 +85,19 @@ async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore
         result = (await relay.ingest([sign_jws(header, payload, author.keypair)]))[0]
         assert result.status.value == "rejected"
         assert result.reason is not None and result.reason.value == "cid-mismatch"
+        await _released_by(relay, update1, waiting_cid, update2)
+
+
+async def test_a_copy_signed_by_another_identity_does_not_replace_it(store: RelayStore) -> None:
+    b = WorkloadBuilder(seed=206, start_ms=PAST_MS)
+    other = b.identity()  # not the author (another seed)
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(106)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity, genesis, *b.tokens])
+        await relay.ingest([update2])
+        copy = _signed_by(update2, other)
+        assert (await relay.ingest([copy]))[0].waits_for is not None  # its signature checks
         await _released_by(relay, update1, waiting_cid, update2)
 
 
