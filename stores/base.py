@@ -166,11 +166,12 @@ class PendingOp:
     started waiting; a backend keeps the first value while the op stays
     buffered, however often it is parked again (None: not known).
     ``received_at_ms`` is when it was first buffered (0: unknown, e.g.
-    buffered before schema v4). ``verified``: its signature was checked
-    against its signer's key before it was parked; only such a token takes
-    the place of another token buffered under its CID (a commit leaves the
-    buffered op as it is otherwise), so a copy with a forged signature cannot
-    push out the op it copies. Not stored: read back, it is False."""
+    buffered before schema v4). ``verified``: before it was parked, its
+    signature checked under a key of the signer its payload names; only such
+    a token takes the place of another token buffered under its CID (a
+    commit leaves the buffered op as it is otherwise), so a copy with a
+    forged or foreign signature cannot push out the op it copies. Not
+    stored: read back, it is False."""
 
     cid: str
     jws_token: str
