@@ -171,6 +171,7 @@ def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
         raise PeerMalformedPage(peer_url, f"{in_order} entries > limit {limit}")
     if cursor is not None and (not isinstance(cursor, str) or not cursor):
         raise PeerMalformedPage(peer_url, "log page 'cursor' is neither a string nor null")
+    _check_position(peer_url, "cursor", cursor)
     entries = []
     for item in raw_entries:
         if not isinstance(item, dict):
@@ -182,7 +183,19 @@ def parse_log_page(peer_url: str, data: Any, limit: int) -> PeerLogPage:
     unknown = data.get(UNKNOWN_CURSOR_FIELD) is True
     scanned = data.get("scannedTo")
     scanned_to = scanned if isinstance(scanned, str) and scanned else None
+    _check_position(peer_url, "scannedTo", scanned_to)
     return PeerLogPage(tuple(entries), cursor, cursor_unknown=unknown, scanned_to=scanned_to)
+
+
+# A log position is a CID (WEB-RELAY.md, "cursor"); none is this long.
+MAX_POSITION_CHARS = 256
+
+
+def _check_position(peer_url: str, field: str, value: str | None) -> None:
+    """A position the relay will store (as the peer's cursor) and send back:
+    bounded, and without NUL, which a Postgres text column cannot hold."""
+    if value is not None and (len(value) > MAX_POSITION_CHARS or "\x00" in value):
+        raise PeerMalformedPage(peer_url, f"log page '{field}' is not a log position")
 
 
 class PeerClient(Protocol):

@@ -12,7 +12,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-FAULTS = ("timeout", "status-500", "malformed-json", "wrong-shape", "huge-page", "tampered")
+FAULTS = (
+    "timeout",
+    "status-500",
+    "malformed-json",
+    "wrong-shape",
+    "huge-page",
+    "tampered",
+    "nul-cursor",
+)
 
 
 def tamper(token: str) -> str:
@@ -42,6 +50,8 @@ def faulty_peer(fault: str, tokens: Sequence[str] = (), hang_s: float = 30.0) ->
             blob = "x" * (4 * 1024 * 1024)
             body = json.dumps({"entries": [{"cid": "bafy", "jwsToken": blob}], "cursor": None})
             return Response(body.encode(), media_type="application/json")
+        if fault == "nul-cursor":  # a position no store should keep
+            return JSONResponse({"entries": [], "cursor": "bafy\u0000x"})
         if fault == "tampered":
             if request.method == "POST":
                 return JSONResponse({"results": []})
