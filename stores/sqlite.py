@@ -47,10 +47,9 @@ from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
 from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
-from stores.sqlite_session import SqliteSession
+from stores.sqlite_session import BUSY_TIMEOUT_MS, SqliteSession
 
 READERS = 2
-BUSY_TIMEOUT_MS = 30_000
 CACHE_KIB = 64 * 1024
 # the inline reader never waits on the event loop's thread (see the module doc)
 INLINE_BUSY_TIMEOUT = "PRAGMA busy_timeout = 0"

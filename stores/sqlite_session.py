@@ -92,10 +92,14 @@ def commit_direct(
     return head
 
 
+# How long a connection waits for another process's lock (set on every
+# connection by ``stores.sqlite``; ``begin_now`` puts it back).
+BUSY_TIMEOUT_MS = 30_000
+
+
 def begin_now(db: sqlite3.Connection) -> bool:
     """BEGIN IMMEDIATE unless another connection holds the write lock (False);
     never waits."""
-    waits = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
     db.execute("PRAGMA busy_timeout = 0")
     try:
         db.execute("BEGIN IMMEDIATE")
@@ -104,7 +108,7 @@ def begin_now(db: sqlite3.Connection) -> bool:
             return False
         raise
     finally:
-        db.execute(f"PRAGMA busy_timeout = {waits}")
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return True
 
 
