@@ -18,7 +18,7 @@ issuer is deleted or still holds the key (the resolver decides that).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from .envelope import TYP_JWT, TYP_VC, KeyResolver, verify_with_resolver
 from .errors import CredentialError, MalformedError, SignatureError
@@ -153,20 +153,39 @@ def _issuer_kid(decoded: DecodedJws, iss: str) -> str:
 # (~0.6 KB), and a stream of one-use tokens must not fill megabytes of RSS.
 _VERIFIED_LIMIT = 512
 _T = TypeVar("_T")
-_verified: dict[str, bytes] = {}
 
 
-def _remember(memo: dict[str, _T], key: str, value: _T, limit: int) -> None:
-    """Insert as the most recent entry (dicts keep insertion order); drop the oldest."""
-    memo[key] = value
-    if len(memo) > limit:
-        del memo[next(iter(memo))]
+class _Memo(Generic[_T]):
+    """A memo by token, least recently used first out (a dict keeps insertion
+    order: a hit moves to the end, the oldest entry is dropped when full)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._entries: dict[str, _T] = {}
+
+    def recall(self, key: str) -> _T | None:
+        value = self._entries.pop(key, None)
+        if value is not None:
+            self._entries[key] = value  # now the most recent
+        return value
+
+    def remember(self, key: str, value: _T) -> None:
+        self._entries[key] = value
+        if len(self._entries) > self._limit:
+            del self._entries[next(iter(self._entries))]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+
+_verified: _Memo[bytes] = _Memo(_VERIFIED_LIMIT)
 
 
 def _check_signature(decoded: DecodedJws, resolve_key: KeyResolver, iss: str) -> None:
-    known = _verified.pop(decoded.token, None)
-    if known is not None:
-        _verified[decoded.token] = known  # now the most recent
+    known = _verified.recall(decoded.token)
     if known is not None and decoded.verified_key is None:
         d = decoded
         decoded = DecodedJws(
@@ -177,7 +196,7 @@ def _check_signature(decoded: DecodedJws, resolve_key: KeyResolver, iss: str) ->
     except SignatureError as exc:
         raise CredentialError("invalid signature") from exc
     if known is None:
-        _remember(_verified, decoded.token, key, _VERIFIED_LIMIT)
+        _verified.remember(decoded.token, key)
 
 
 def verify_auth_token(
@@ -249,18 +268,17 @@ def decode_credential_unsafe(token: str) -> Credential:
 # (time, type, subject, key) run each time. An entry is ~3 KB (token, parsed
 # JSON, signing input): least recently used first out, as ``_verified``.
 _READ_LIMIT = 512
-_read: dict[str, tuple[DecodedJws, Credential]] = {}
+_read: _Memo[tuple[DecodedJws, Credential]] = _Memo(_READ_LIMIT)
 
 
 def _read_credential(token: str) -> tuple[DecodedJws, Credential]:
-    known = _read.pop(token, None)
+    known = _read.recall(token)
     if known is not None:
-        _read[token] = known  # now the most recent
         return known
     decoded = _decode(token, TYP_VC)
     credential = _parse_credential(decoded)
     _issuer_kid(decoded, credential.iss)
-    _remember(_read, token, (decoded, credential), _READ_LIMIT)
+    _read.remember(token, (decoded, credential))
     return decoded, credential
 
 
