@@ -37,6 +37,7 @@ database newer than this code (never drops or rewrites what it does not know).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stores.base import StoreError
@@ -235,9 +236,14 @@ _V6: list[str | KeptPendingCount] = [
 ]
 
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, list[str | KeptPendingCount]] = {
-    1: [*_V1], 2: [*_V2], 3: [*_V3], 4: [*_V4], 5: [*_V5], 6: _V6,
-}  # fmt: skip
+MIGRATIONS: dict[int, Sequence[str | KeptPendingCount]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: _V5,
+    6: _V6,
+}
 LATEST_VERSION = max(MIGRATIONS)
 
 
