@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -75,6 +76,18 @@ class RelayProcess:
     def output(self) -> str:
         self._log.seek(0)
         return self._log.read()
+
+    @contextmanager
+    def explained(self) -> Iterator[None]:
+        """On a failure inside, stop the relay and attach everything it logged
+        to the error: a client-side failure alone (a reset connection, say)
+        does not tell what the relay saw."""
+        try:
+            yield
+        except BaseException as exc:
+            code, out = self.stop()
+            exc.add_note(f"relay exited {code}; its output:\n{out}")
+            raise
 
     def stop(self, timeout: float = 30) -> tuple[int, str]:
         """SIGTERM, wait; (exit status, everything the relay logged)."""

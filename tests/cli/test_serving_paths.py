@@ -48,7 +48,8 @@ def test_serve_with_two_workers(kind: str, tmp_path: Path, request: pytest.Fixtu
     )
     relay = RelayProcess(["--store", store, "--workers", "2", "--log-level", "warning"])
     try:
-        _post_and_read_back(relay.url, mixed_workload(40, seed=21))
+        with relay.explained():
+            _post_and_read_back(relay.url, mixed_workload(40, seed=21))
     finally:
         code, out = relay.stop()
     assert code == 0, out
