@@ -39,6 +39,7 @@ from typing import Any, Literal, Protocol
 
 from relay.protocol.records import quick_init
 from stores.audit import AuditSource
+from stores.leases import LeaseStore
 from stores.moderation import ModerationStore
 
 OperationKind = Literal["identity-op", "content-op", "beacon", "artifact", "countersign"]
@@ -570,6 +571,7 @@ class RelayStore(
     SyncStore,
     ModerationStore,
     AuditSource,
+    LeaseStore,
     Protocol,
 ):
     async def open(self) -> None: ...

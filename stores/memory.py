@@ -39,6 +39,7 @@ from stores.base import (
     waits_for_op,
 )
 from stores.epoch import new_epoch
+from stores.leases import Lease, ProcessLeases
 from stores.memory_admin import MemoryAdmin
 from stores.memory_links import MemoryLinks
 from stores.memory_rows import (
@@ -65,6 +66,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
+        self._leases = ProcessLeases()
         self._ops = OpTable()  # see stores.memory_rows; a seq is its position + 1
         self._interner = Interner(self._ops)
         self._chains: dict[str, StoredChain] = {}
@@ -101,6 +103,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
 
     async def ping(self) -> None:
         return None
+
+    async def lease(self, name: str) -> Lease:
+        return self._leases.lease(name)
 
     # proof reader ----------------------------------------------------------
     async def get_operation(self, cid: str) -> OperationRecord | None:

@@ -38,6 +38,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import asyncpg
 
 from stores.base import StoreError
+from stores.leases import Lease, check_lease_name
+from stores.postgres_lease import AdvisoryLease
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
 from stores.sql.dialect import POSTGRES
@@ -48,6 +50,7 @@ from stores.sql.store import SqlStore
 
 LOCK_CLASS = 0x0DF0  # advisory lock class for chain-state sequencing
 MIGRATE_CLASS = 0x0DF1  # advisory lock class for schema migration
+# (0x0DF2: leases, stores.postgres_lease)
 POOL_MIN, POOL_MAX = 1, 10
 CONNECT_TIMEOUT_S = 10.0
 SEQUENCE_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_schema()))"
@@ -103,6 +106,7 @@ class PostgresStore(SqlStore):
         self.schema = schema or url_schema
         self._pool_max = pool_max
         self._pool: Any = None
+        self._leases: list[AdvisoryLease] = []
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -177,7 +181,15 @@ class PostgresStore(SqlStore):
 
         return stop
 
+    async def lease(self, name: str) -> Lease:
+        lease = AdvisoryLease(self.dsn, self.schema, check_lease_name(name))
+        self._leases.append(lease)
+        return lease
+
     async def close(self) -> None:
+        leases, self._leases = self._leases, []
+        for lease in leases:
+            await lease.release()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

@@ -37,6 +37,7 @@ from typing import Any
 import aiosqlite
 
 from stores.base import IdentityKeyRecord, StoreError
+from stores.leases import Lease, check_lease_name
 from stores.sql import rows as R
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
@@ -47,6 +48,7 @@ from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
 from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
+from stores.sqlite_lease import FileLease, lease_path
 from stores.sqlite_session import BUSY_TIMEOUT_MS, SqliteSession
 
 READERS = 2
@@ -198,6 +200,7 @@ class SqliteStore(SqlStore):
         self._checkpoints: _SqliteConn | None = None
         self._checkpointer: Checkpointer | None = None
         self._inline: sqlite3.Connection | None = None
+        self._leases: list[FileLease] = []
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -268,7 +271,15 @@ class SqliteStore(SqlStore):
             await conn._hop(_rollback, conn.db._conn)
             raise
 
+    async def lease(self, name: str) -> Lease:
+        lease = FileLease(lease_path(self.path, check_lease_name(name)))
+        self._leases.append(lease)
+        return lease
+
     async def close(self) -> None:
+        leases, self._leases = self._leases, []
+        for lease in leases:
+            await lease.release()
         if self._checkpointer is not None:
             await self._checkpointer.close()
         conns = [c for c in (self._writer, self._checkpoints, *self._readers) if c is not None]
