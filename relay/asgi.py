@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from relay.compose import create_relay
@@ -27,9 +26,7 @@ if TYPE_CHECKING:
     from relay.peering.api import PeeringService
     from stores.base import RelayStore
 
-__all__ = ["WORKER_INDEX_ENV", "app", "create_app", "relay_from_settings", "store_from_url"]
-
-WORKER_INDEX_ENV = "DFOS_RELAY_WORKER_INDEX"  # set in each worker of ``serve --workers N``
+__all__ = ["app", "create_app", "relay_from_settings", "store_from_url"]
 
 
 def store_from_url(url: str, source: str = "--store") -> RelayStore:
@@ -50,8 +47,7 @@ def store_from_url(url: str, source: str = "--store") -> RelayStore:
         raise SettingsError(source, str(exc)) from None
 
 
-def peering_from_settings(settings: ServeSettings, pulls: bool = True) -> PeeringService | None:
-    """``pulls``: this process follows and polls peers (``PeeringConfig.pulls``)."""
+def peering_from_settings(settings: ServeSettings) -> PeeringService | None:
     if not settings.peers:
         return None
     try:
@@ -59,26 +55,25 @@ def peering_from_settings(settings: ServeSettings, pulls: bool = True) -> Peerin
     except ImportError:
         raise SettingsError("--peer", "this build has no peering service") from None
     # No client passed: peering builds (and on stop closes) its HttpSyncClient.
-    config = replace(settings.peering_config(), pulls=pulls)
-    return build_peering(settings.peers, None, config=config)
+    return build_peering(settings.peers, None, config=settings.peering_config())
 
 
-def relay_from_settings(settings: ServeSettings, pulls: bool = True) -> Relay:
+def relay_from_settings(settings: ServeSettings) -> Relay:
     """Compose (no I/O) the relay that ``settings`` describe."""
     return create_relay(
         store_from_url(settings.store),
         config=settings.relay_config(),
-        peering=peering_from_settings(settings, pulls),
+        peering=peering_from_settings(settings),
     )
 
 
 def create_app(env: Mapping[str, str]) -> Any:
     """The ASGI app of a relay configured by ``DFOS_RELAY_*`` in ``env``.
-    Of the workers of ``dfos-relay serve --workers N`` (each told its index
-    in ``DFOS_RELAY_WORKER_INDEX``) only the first follows and polls peers."""
+    Of several processes on one store, the holder of its pull lease follows
+    and polls peers (``relay.peering.lead``)."""
     settings = parse_settings(env)
     configure_logging(settings.log_level)
-    return relay_from_settings(settings, pulls=env.get(WORKER_INDEX_ENV, "0") == "0").app
+    return relay_from_settings(settings).app
 
 
 class _RelayFromEnvironment:

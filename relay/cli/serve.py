@@ -98,11 +98,9 @@ def _worker(config: Config, sockets: Sockets, shutdown: Any, failures: Any, inde
     """A worker process: hypercorn's asyncio worker, failing in one line."""
     from hypercorn.asyncio.run import asyncio_worker
 
-    from relay.asgi import WORKER_INDEX_ENV
     from relay.observability.logging import configure_logging
 
     configure_logging(os.environ.get("DFOS_RELAY_LOG_LEVEL", "info"))
-    os.environ[WORKER_INDEX_ENV] = str(index)  # the first worker pulls from peers
     try:
         asyncio_worker(config, sockets, shutdown)
     except Exception as exc:  # reported as one line, then the process fails

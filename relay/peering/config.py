@@ -52,10 +52,11 @@ class PeeringConfig:
     directory_refresh_s: float = DIRECTORY_REFRESH_S
     peer_discovery: bool = False  # opt-in: learn peers of peers as gossip peers
     peer_discovery_max: int = PEER_DISCOVERY_MAX
-    # This process follows live peers and polls sync peers. With several
-    # workers on one store only the first does, so a peer's feed is followed
-    # once, not once per worker; every worker still pushes what it ingests,
-    # reads through, reconciles on schedule and answers on-demand syncs.
+    # This process may follow live peers and poll sync peers: of the
+    # processes on one store, the holder of its pull lease does
+    # (``relay.peering.lead``), so a peer's feed is followed once per store;
+    # every process still pushes what it ingests, reads through, reconciles
+    # on schedule and answers on-demand syncs. False: never this one.
     pulls: bool = True
 
     def __post_init__(self) -> None:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from relay.rules.outcomes import IngestionResult
 from stores.base import ChainRecord, LinkRecord, LogPage, PendingOp
+from stores.leases import Lease
 
 
 class PeeringStore(Protocol):
@@ -19,6 +20,8 @@ class PeeringStore(Protocol):
     async def put_link(self, record: LinkRecord) -> None: ...
     async def list_links(self) -> list[LinkRecord]: ...
     async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
+    # who pulls from peers (``relay.peering.lead``)
+    async def lease(self, name: str) -> Lease: ...
 
 
 class PeeringHost(Protocol):

@@ -262,6 +262,18 @@ class LinkLedger:
             self._dirty.add(key)
             log.warning("link ledger: cannot write %s: %s", key, exc)
 
+    async def take_in_links(self, urls: Iterable[str]) -> None:
+        """This process pulls from ``urls`` now: their in-links are read once
+        more (as the last process that pulled left them), then written here."""
+        await self._reload_in_links()
+        self.pulled_elsewhere = self.pulled_elsewhere.difference(urls)
+
+    async def leave_in_links(self, urls: Iterable[str]) -> None:
+        """Another process pulls from ``urls`` now: what this one last knew
+        of their in-links is written out, then they are read from the store."""
+        await self.flush()
+        self.pulled_elsewhere = self.pulled_elsewhere.union(urls)
+
     async def _reload_in_links(self) -> None:
         if self._store is None:
             return
@@ -269,6 +281,8 @@ class LinkLedger:
             if record.direction == "in" and record.peer_url in self.pulled_elsewhere:
                 self._links[record.key] = record
                 self._written[record.key] = record.updated_ms
+                paused = self._event(record.peer_url, "in")  # as the pulling process set it
+                paused.clear() if record.state == "paused" else paused.set()
 
     async def _flush_forever(self) -> None:
         while True:

@@ -67,6 +67,7 @@ class LiveFollow:
         self._waiting: dict[str, dict[str, str]] = {}  # per peer: cid -> token of waiting ops
 
     def start(self, host: PeeringHost) -> None:
+        self._waiting.clear()  # another process may have pulled since: the ledger tells
         self._tasks = [
             asyncio.create_task(self._run(host, url), name=f"live follow {url}")
             for url in self._peers

@@ -36,6 +36,7 @@ from .echo import EchoMemory
 from .fanout import FanOut, Routed, arrival_hop, arriving_with
 from .gossip import Gossip, Outgoing, PushHooks
 from .host import PeeringHost
+from .lead import PullLead
 from .ledger import DIRECTIONS, LinkLedger
 from .link_view import LinkView, link_view
 from .live import LiveFollow
@@ -85,11 +86,14 @@ class Peering:
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
         in_scope = FULL_SCOPE if config.scope is None else config.scope.scope_id
+        self._pulled = [p.url for p in peers if p.live or p.sync]
+        # Until this process holds the pull lease, another one pulls.
         self.ledger = LinkLedger(
             followed=[p.url for p in peers if p.live],
             in_scope=in_scope,
-            pulled_elsewhere=() if config.pulls else [p.url for p in peers if p.live or p.sync],
+            pulled_elsewhere=self._pulled,
         )
+        self.lead = PullLead(self._begin_pulling, self._end_pulling)
         self.out_links = OutLinks(self.ledger)
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
         self.repair.out_links = self.out_links
@@ -109,19 +113,28 @@ class Peering:
         self.directory.start()
         if isinstance(relay, ReconcilingHost):
             self.repair.start(relay)  # every worker: its runs also clear its own gossip losses
-        if not self.config.pulls:
-            return  # another worker follows and polls the peers (and announces us)
+        if self.config.pulls:  # the holder of the store's pull lease pulls (and announces us)
+            await self.lead.start(relay.store)
+
+    async def _begin_pulling(self) -> None:
+        relay = self._host
+        assert relay is not None
+        await self.ledger.take_in_links(self._pulled)
         await self._announce_self(relay)
         self.live.start(relay)
         if self.config.sync_interval_s is not None and self.sync._peers:
             self._sync_loop = asyncio.create_task(self._sync_forever(), name="peer sync loop")
 
-    async def stop(self) -> None:
+    async def _end_pulling(self) -> None:
         if self._sync_loop is not None:
             await cancel_all([self._sync_loop])
             self._sync_loop = None
-        await self.repair.stop()
         await self.live.stop()
+        await self.ledger.leave_in_links(self._pulled)
+
+    async def stop(self) -> None:
+        await self.lead.stop()
+        await self.repair.stop()
         await self.directory.stop()
         await self.fanout.stop()
         await self.gossip.stop()
