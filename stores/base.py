@@ -458,8 +458,14 @@ class LinkLedgerStore(Protocol):
     async def get_link(
         self, peer_url: str, scope_id: str, direction: LinkDirection
     ) -> LinkRecord | None: ...
-    async def put_link(self, record: LinkRecord) -> None:
-        """Upsert by ``record.key``; ``pending_tokens`` past ``LINK_PENDING_MAX`` are cut."""
+    async def put_link(self, record: LinkRecord, operator: bool = False) -> None:
+        """Upsert by ``record.key``; ``pending_tokens`` past ``LINK_PENDING_MAX`` are cut.
+
+        Whether a stored link is ``paused`` changes only by an ``operator``
+        write (a pause or a resume): another write leaves a paused link
+        paused, and does not pause one that is not (it keeps the stored
+        state), so that a process that has not heard of an operator's pause
+        or resume made in another process cannot undo it."""
         ...
 
     async def list_links(self) -> list[LinkRecord]:

@@ -17,10 +17,14 @@ class MemoryLinks:
     ) -> LinkRecord | None:
         return self._links.get((peer_url, scope_id, direction))
 
-    async def put_link(self, record: LinkRecord) -> None:
+    async def put_link(self, record: LinkRecord, operator: bool = False) -> None:
         # a copy of the diagnostics: the caller's dict stays the caller's
         copy = load_diagnostics(dump_diagnostics(record.diagnostics))
-        self._links[record.key] = replace(bounded(record), diagnostics=copy)
+        stored = self._links.get(record.key)
+        state = record.state
+        if not operator and stored is not None and "paused" in (stored.state, state):
+            state = stored.state  # only an operator pauses or resumes
+        self._links[record.key] = replace(bounded(record), state=state, diagnostics=copy)
 
     async def list_links(self) -> list[LinkRecord]:
         return [self._links[key] for key in sorted(self._links)]

@@ -16,7 +16,11 @@ States (``LinkRecord.state``):
                      gave up on ops: the out-link's watermark is held until
                      a reconciliation with the peer pushed successfully);
 - ``paused``         an operator paused the link (``POST /admin/peers/pause``);
-                     it survives restarts and only a resume leaves it.
+                     it survives restarts and only a resume leaves it. Only
+                     an operator's write changes whether a stored link is
+                     paused, and every process on the store follows such a
+                     change at its next flush, so a pause made through one
+                     worker holds in all of them.
 
 Writes are throttled so the live path is not slowed by one store write per
 batch: a link is written at once when its state, failure count or pause
@@ -59,7 +63,7 @@ Key = tuple[str, str, LinkDirection]
 
 
 class LedgerStore(Protocol):
-    async def put_link(self, record: LinkRecord) -> None: ...
+    async def put_link(self, record: LinkRecord, operator: bool = False) -> None: ...
     async def list_links(self) -> list[LinkRecord]: ...
     async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
 
@@ -94,6 +98,7 @@ class LinkLedger:
         self._links: dict[Key, LinkRecord] = {}
         self._written: dict[Key, int] = {}
         self._dirty: set[Key] = set()
+        self._operator_dirty: set[Key] = set()  # of those, a pause or resume not written
         self._resumed: dict[tuple[str, LinkDirection], asyncio.Event] = {}
         self._flusher: asyncio.Task[None] | None = None
 
@@ -183,9 +188,13 @@ class LinkLedger:
                 await self.set_state(url, "in", before)
 
     async def pause(self, url: str, directions: Collection[LinkDirection] = DIRECTIONS) -> None:
+        """Written at once; every other process on the store pauses the link
+        too, at its next flush (``_hear_operators``)."""
         for direction in directions:
             self._event(url, direction).clear()
-            await self.update(url, direction, state="paused")
+            key = self.key(url, direction)
+            self._apply(key, {"state": "paused"})
+            await self._write(key, operator=True)
 
     async def resume(self, url: str, directions: Collection[LinkDirection] = DIRECTIONS) -> None:
         """A resumed link starts over as ``initial`` (it catches up again)."""
@@ -193,7 +202,7 @@ class LinkLedger:
             if self.paused(url, direction):
                 key = self.key(url, direction)
                 self._apply(key, {"state": "initial"}, resume=True)
-                await self._write(key)
+                await self._write(key, operator=True)
                 self._event(url, direction).set()
 
     async def waiting(self, url: str, waiting: dict[str, str]) -> tuple[dict[str, str], bool]:
@@ -250,17 +259,40 @@ class LinkLedger:
         urgent = (new.state, new.failures) != (old.state, old.failures) or key not in self._written
         return new, urgent
 
-    async def _write(self, key: Key) -> None:
+    async def _write(self, key: Key, operator: bool = False) -> None:
         store = self._store
         if store is None:
             return
+        operator = operator or key in self._operator_dirty
         self._dirty.discard(key)
+        self._operator_dirty.discard(key)
         self._written[key] = self._clock()
         try:
-            await store.put_link(self._links[key])
+            await store.put_link(self._links[key], operator=operator)
         except StoreError as exc:  # the ledger must never stop replication
             self._dirty.add(key)
+            if operator:  # retried by the flush task as what it is
+                self._operator_dirty.add(key)
             log.warning("link ledger: cannot write %s: %s", key, exc)
+
+    async def _hear_operators(self) -> None:
+        """Pauses and resumes an operator made through another process on the
+        store (its workers, other hosts on one Postgres): this one follows."""
+        if self._store is None:
+            return
+        for stored in await self._store.list_links():
+            key = stored.key
+            if key in self._operator_dirty:
+                continue  # this process's own pause or resume is not written yet
+            local = self._links.get(key)
+            if (stored.state == "paused") == (local is not None and local.state == "paused"):
+                continue
+            url, _, direction = key
+            self._links[key] = stored if local is None else replace(local, state=stored.state)
+            paused = self._event(url, direction)
+            paused.clear() if stored.state == "paused" else paused.set()
+            change = "paused" if stored.state == "paused" else "resumed"
+            log.info("peer %s: %s-link %s by an operator elsewhere", url, direction, change)
 
     async def take_in_links(self, urls: Iterable[str]) -> None:
         """This process pulls from ``urls`` now: their in-links are read once
@@ -291,5 +323,6 @@ class LinkLedger:
                 await self.flush()
                 if self.pulled_elsewhere:
                     await self._reload_in_links()
+                await self._hear_operators()
             except Exception:  # a failed flush must not end the loop silently
                 log.exception("link ledger flush failed")

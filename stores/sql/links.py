@@ -33,7 +33,10 @@ class LinkQueries:
     put: str = (
         f"INSERT INTO peer_links ({LINK_COLS}) VALUES ({', '.join(['?'] * 15)}) "
         "ON CONFLICT (peer_url, scope_id, direction) DO UPDATE SET "
-        + ", ".join(f"{c} = excluded.{c}" for c in _UPDATED)
+        + ", ".join(f"{c} = excluded.{c}" for c in _UPDATED if c != "state")
+        # the last parameter: an operator's write (pause, resume) sets the state
+        + ", state = CASE WHEN ? THEN excluded.state WHEN peer_links.state = 'paused' "
+        "OR excluded.state = 'paused' THEN peer_links.state ELSE excluded.state END"
     )
     list_all: str = f"SELECT {LINK_COLS} FROM peer_links ORDER BY peer_url, scope_id, direction"
     delete: str = f"DELETE FROM peer_links WHERE {_KEY} RETURNING peer_url"
@@ -98,9 +101,9 @@ class SqlLinks:
             rows = await conn.fetch(self._lq.get, (peer_url, scope_id, direction))
         return _row(rows[0]) if rows else None
 
-    async def put_link(self, record: LinkRecord) -> None:
+    async def put_link(self, record: LinkRecord, operator: bool = False) -> None:
         async with self._writing_one() as conn:
-            await conn.execute(self._lq.put, _params(record))
+            await conn.execute(self._lq.put, (*_params(record), operator))
 
     async def list_links(self) -> list[LinkRecord]:
         async with self._reading() as conn:

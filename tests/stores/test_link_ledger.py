@@ -104,3 +104,20 @@ async def test_the_ledger_survives_reopen(opened: RelayStore) -> None:
         assert out is not None and out.state == "paused"
     finally:
         await again.close()
+
+
+async def test_only_an_operator_write_pauses_or_resumes_a_link(opened: RelayStore) -> None:
+    """A process that has not heard of a pause (or a resume) made elsewhere
+    writes its link as it knows it: the other fields land, the pause stays."""
+    key = (FULL.peer_url, FULL.scope_id, "in")
+    await opened.put_link(replace(FULL, state="paused"), operator=True)
+    await opened.put_link(replace(FULL, state="live", failures=7))
+    stored = await opened.get_link(*key)
+    assert stored is not None and (stored.state, stored.failures) == ("paused", 7)
+    await opened.put_link(replace(FULL, state="initial"), operator=True)  # a resume
+    await opened.put_link(replace(FULL, state="paused", failures=8))  # not heard of it
+    stored = await opened.get_link(*key)
+    assert stored is not None and (stored.state, stored.failures) == ("initial", 8)
+    await opened.put_link(replace(FULL, state="live"))
+    stored = await opened.get_link(*key)
+    assert stored is not None and stored.state == "live"  # other states move freely
