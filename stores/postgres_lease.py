@@ -32,6 +32,7 @@ class AdvisoryLease:
         self._key = f"{schema or ''}:{name}"
         self._conn: Any = None
         self._holding = False
+        self._failing = False
 
     async def held(self) -> bool:
         try:
@@ -51,9 +52,12 @@ class AdvisoryLease:
                 )
             )
         except _ERRORS as exc:  # unreachable for now: not the holder; asked again later
-            log.warning("lease %s: %s", self._key, exc)
+            if not self._failing:  # once per outage, not once per second
+                log.warning("lease %s: cannot reach Postgres: %s", self._key, exc)
+            self._failing = True
             await self.release()
             return False
+        self._failing = False
         return self._holding
 
     async def release(self) -> None:

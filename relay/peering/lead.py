@@ -40,6 +40,7 @@ class PullLead:
         self._lease: Lease | None = None
         self._task: asyncio.Task[None] | None = None
         self.leading = False
+        self._failing = False
 
     async def start(self, store: LeaseStore) -> None:
         """Ask once now (a process alone on its store starts pulling before
@@ -71,8 +72,11 @@ class PullLead:
         assert self._lease is not None
         try:
             held = await self._lease.held()
+            self._failing = False
         except StoreError as exc:
-            log.warning("pull lease: %s", exc)
+            if not self._failing:  # once per outage, not once per second
+                log.warning("pull lease: %s", exc)
+            self._failing = True
             held = False
         if held and not self.leading:
             self.leading = True
