@@ -9,6 +9,8 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -18,7 +20,35 @@ from stores.postgres import PostgresStore
 from stores.postgres_lease import LEASE_CLASS, AdvisoryLease
 from stores.sqlite import SqliteStore
 from stores.sqlite_lease import lease_path
-from tests.stores.conftest import is_durable, reopen
+from tests.stores.conftest import reopen
+from tests.support.backends import make_store
+
+
+@asynccontextmanager
+async def opened_backend(name: str, tmp_path: Path) -> AsyncIterator[RelayStore]:
+    async with make_store(name, tmp_path) as store:
+        await store.open()
+        yield store
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
+    async with opened_backend(request.param, tmp_path) as store:
+        yield store
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    async with opened_backend("sqlite", tmp_path) as store:
+        assert isinstance(store, SqliteStore)
+        yield store
+
+
+@pytest.fixture
+async def pg_store(tmp_path: Path) -> AsyncIterator[PostgresStore]:
+    async with opened_backend("postgres", tmp_path) as store:
+        assert isinstance(store, PostgresStore)
+        yield store
 
 
 @pytest.fixture
@@ -60,13 +90,11 @@ async def test_leases_of_other_names_are_apart(opened: RelayStore, other: RelayS
     assert await (await other.lease("audit")).held()
 
 
-async def test_closing_the_holders_store_frees_it(opened: RelayStore) -> None:
-    if not is_durable(opened):
-        pytest.skip("a memory store is shared by no other process")
-    holder = reopen(opened)
+async def test_closing_the_holders_store_frees_it(durable: RelayStore) -> None:
+    holder = reopen(durable)
     await holder.open()
     assert await (await holder.lease("pull")).held()
-    waiting = await opened.lease("pull")
+    waiting = await durable.lease("pull")
     assert not await waiting.held()
     await holder.close()
     assert await waiting.held()
@@ -78,9 +106,8 @@ async def test_a_lease_name_is_a_short_lowercase_word(opened: RelayStore) -> Non
             await opened.lease(bad)
 
 
-async def test_a_killed_holder_process_frees_a_sqlite_lease(opened: RelayStore) -> None:
-    if not isinstance(opened, SqliteStore):
-        pytest.skip("the SQLite lease is a file lock")
+async def test_a_killed_holder_process_frees_a_sqlite_lease(sqlite_store: SqliteStore) -> None:
+    opened = sqlite_store
     script = (
         "import fcntl, os, sys, time\n"
         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
@@ -105,9 +132,17 @@ async def test_a_killed_holder_process_frees_a_sqlite_lease(opened: RelayStore) 
             holder.wait()
 
 
-async def test_a_postgres_holder_cut_off_loses_it(opened: RelayStore, other: RelayStore) -> None:
-    if not isinstance(opened, PostgresStore):
-        pytest.skip("the Postgres lease is a session advisory lock")
+@pytest.mark.postgres
+async def test_a_postgres_holder_cut_off_loses_it(pg_store: PostgresStore) -> None:
+    opened, other = pg_store, reopen(pg_store)
+    await other.open()
+    try:
+        await _cut_off(opened, other)
+    finally:
+        await other.close()
+
+
+async def _cut_off(opened: PostgresStore, other: RelayStore) -> None:
     first, second = await opened.lease("pull"), await other.lease("pull")
     assert await first.held()
     assert not await second.held()
@@ -131,9 +166,9 @@ async def test_a_postgres_holder_cut_off_loses_it(opened: RelayStore, other: Rel
     assert not await first.held()  # its session is gone: it knows it lost the lease
 
 
-async def test_postgres_leases_of_other_schemas_are_apart(opened: RelayStore) -> None:
-    if not isinstance(opened, PostgresStore):
-        pytest.skip("schemas are Postgres's")
+@pytest.mark.postgres
+async def test_postgres_leases_of_other_schemas_are_apart(pg_store: PostgresStore) -> None:
+    opened = pg_store
     assert await (await opened.lease("pull")).held()
     elsewhere = AdvisoryLease(opened.dsn, f"{opened.schema}_other", "pull")
     try:
