@@ -2,15 +2,17 @@
 keyed by the schema and the lease name, on a connection of the lease's own
 (outside the pool, whose connections other work reuses). The server drops
 the lock with the connection, so a holder that dies or is cut off frees it;
-a holder that finds its connection gone has lost the lease."""
+a holder that finds its connection gone has lost the lease. A lease that
+cannot ask the server (it is unreachable) raises ``StoreError``."""
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from typing import Any
 
 import asyncpg
+
+from stores.base import StoreError
 
 LEASE_CLASS = 0x0DF2  # advisory lock class of leases (see stores.postgres)
 TIMEOUT_S = 5.0
@@ -23,8 +25,6 @@ _ERRORS = (
     asyncpg.InternalClientError,
 )
 
-log = logging.getLogger("dfos_relay.store")
-
 
 class AdvisoryLease:
     def __init__(self, dsn: str, schema: str | None, name: str) -> None:
@@ -32,7 +32,6 @@ class AdvisoryLease:
         self._key = f"{schema or ''}:{name}"
         self._conn: Any = None
         self._holding = False
-        self._failing = False
 
     async def held(self) -> bool:
         try:
@@ -51,13 +50,12 @@ class AdvisoryLease:
                     timeout=TIMEOUT_S,
                 )
             )
-        except _ERRORS as exc:  # unreachable for now: not the holder; asked again later
-            if not self._failing:  # once per outage, not once per second
-                log.warning("lease %s: cannot reach Postgres: %s", self._key, exc)
-            self._failing = True
+        except _ERRORS as exc:
+            lost = self._holding
             await self.release()
-            return False
-        self._failing = False
+            if lost:  # with its session: another may hold it now
+                return False
+            raise StoreError(f"lease {self._key}: cannot reach Postgres: {exc}") from exc
         return self._holding
 
     async def release(self) -> None:

@@ -70,21 +70,22 @@ class PullLead:
 
     async def _check(self) -> None:
         assert self._lease is not None
+        failed = False  # a failure is logged once per streak, not once per second
         try:
             held = await self._lease.held()
-            self._failing = False
         except StoreError as exc:
-            if not self._failing:  # once per outage, not once per second
+            failed, held = True, False
+            if not self._failing:
                 log.warning("pull lease: %s", exc)
-            self._failing = True
-            held = False
         if held and not self.leading:
             self.leading = True
             log.info("this process now pulls from peers (it holds the pull lease)")
             try:
                 await self._begin()
             except Exception:  # give the lease up, so that another process may pull
-                log.exception("could not start pulling from peers")
+                failed = True
+                if not self._failing:
+                    log.exception("could not start pulling from peers")
                 self.leading = False
                 await self._end()
                 await self._lease.release()
@@ -92,3 +93,4 @@ class PullLead:
             self.leading = False
             log.warning("lost the pull lease: another process pulls from peers now")
             await self._end()
+        self._failing = failed

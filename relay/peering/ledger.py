@@ -275,12 +275,10 @@ class LinkLedger:
                 self._operator_dirty.add(key)
             log.warning("link ledger: cannot write %s: %s", key, exc)
 
-    async def _hear_operators(self) -> None:
+    def _hear_operators(self, records: list[LinkRecord]) -> None:
         """Pauses and resumes an operator made through another process on the
         store (its workers, other hosts on one Postgres): this one follows."""
-        if self._store is None:
-            return
-        for stored in await self._store.list_links():
+        for stored in records:
             key = stored.key
             if key in self._operator_dirty:
                 continue  # this process's own pause or resume is not written yet
@@ -297,7 +295,8 @@ class LinkLedger:
     async def take_in_links(self, urls: Iterable[str]) -> None:
         """This process pulls from ``urls`` now: their in-links are read once
         more (as the last process that pulled left them), then written here."""
-        await self._reload_in_links()
+        if self._store is not None:
+            self._reload_in_links(await self._store.list_links())
         self.pulled_elsewhere = self.pulled_elsewhere.difference(urls)
 
     async def leave_in_links(self, urls: Iterable[str]) -> None:
@@ -306,10 +305,8 @@ class LinkLedger:
         await self.flush()
         self.pulled_elsewhere = self.pulled_elsewhere.union(urls)
 
-    async def _reload_in_links(self) -> None:
-        if self._store is None:
-            return
-        for record in await self._store.list_links():
+    def _reload_in_links(self, records: list[LinkRecord]) -> None:
+        for record in records:
             if record.direction == "in" and record.peer_url in self.pulled_elsewhere:
                 self._links[record.key] = record
                 self._written[record.key] = record.updated_ms
@@ -321,8 +318,10 @@ class LinkLedger:
             await asyncio.sleep(self._every / 1000)
             try:
                 await self.flush()
-                if self.pulled_elsewhere:
-                    await self._reload_in_links()
-                await self._hear_operators()
+                if self._store is None:
+                    continue
+                records = await self._store.list_links()  # one read for both
+                self._reload_in_links(records)
+                self._hear_operators(records)
             except Exception:  # a failed flush must not end the loop silently
                 log.exception("link ledger flush failed")

@@ -62,12 +62,25 @@ async def test_a_lead_that_cannot_begin_gives_the_lease_up() -> None:
     await first.start(store)
     assert not first.leading and failing.log[:2] == ["begin", "end"]
     second = PullLead(healthy.begin, healthy.end, EVERY_S)
-    await second.start(store)
+    await second.start(store)  # asks before the failing one asks again
+    assert second.leading and healthy.log == ["begin"]
     await settle()
-    # whoever asks first after the release holds it; both keep trying
-    assert first.leading or second.leading
+    assert second.leading and not first.leading  # the holder keeps it
     await first.stop()
     await second.stop()
+
+
+async def test_a_begin_that_keeps_failing_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failing = Steps(fail_begin=True)
+    lead = PullLead(failing.begin, failing.end, EVERY_S)
+    with caplog.at_level(logging.ERROR, logger="dfos_relay.peering"):
+        await lead.start(MemoryStore())
+        await settle()
+        await lead.stop()
+    assert failing.log.count("begin") > 2 and not lead.leading
+    assert sum("could not start" in r.getMessage() for r in caplog.records) == 1
 
 
 class Unreachable:
