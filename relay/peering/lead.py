@@ -7,7 +7,9 @@ syncs; following live peers and polling sync peers is done by one of them,
 so a peer's feed is followed once per store and each in-link has one
 writer. Each process asks for the lease about once a second: when its
 holder stops or dies, another takes the pulling over within a few seconds,
-from the cursors and link states the store holds.
+from the cursors and link states the store holds. A process that took the
+lease but could not begin gives it up and asks again less and less often
+(1, 2, 4 ... up to 30 checks later), so a healthy process gets to pull.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from .tasks import cancel_all
 
 PULL_LEASE = "pull"
 CHECK_EVERY_S = 1.0
+# After begins that failed in a row, the checks skipped before asking again
+# double, up to this many: a process that cannot pull (its peers' feeds
+# unreachable from it, say) leaves the lease to the others most of the time.
+MAX_SKIPPED_CHECKS = 30
 
 log = logging.getLogger("dfos_relay.peering")
 
@@ -41,6 +47,8 @@ class PullLead:
         self._task: asyncio.Task[None] | None = None
         self.leading = False
         self._failing = False
+        self._failed_begins = 0  # in a row
+        self._skip = 0  # checks left to skip before asking again
 
     async def start(self, store: LeaseStore) -> None:
         """Ask once now (a process alone on its store starts pulling before
@@ -70,6 +78,9 @@ class PullLead:
 
     async def _check(self) -> None:
         assert self._lease is not None
+        if self._skip:
+            self._skip -= 1
+            return
         failed = False  # a failure is logged once per streak, not once per second
         try:
             held = await self._lease.held()
@@ -82,6 +93,7 @@ class PullLead:
             log.info("this process now pulls from peers (it holds the pull lease)")
             try:
                 await self._begin()
+                self._failed_begins = 0
             except Exception:  # give the lease up, so that another process may pull
                 failed = True
                 if not self._failing:
@@ -89,6 +101,8 @@ class PullLead:
                 self.leading = False
                 await self._end()
                 await self._lease.release()
+                self._failed_begins += 1
+                self._skip = min(MAX_SKIPPED_CHECKS, 1 << min(self._failed_begins - 1, 5))
         elif not held and self.leading:
             self.leading = False
             log.warning("lost the pull lease: another process pulls from peers now")
