@@ -167,19 +167,18 @@ class PendingOp:
     started waiting; a backend keeps the first value while the op stays
     buffered, however often it is parked again (None: not known).
     ``received_at_ms`` is when it was first buffered (0: unknown, e.g.
-    buffered before schema v4). ``verified``: before it was parked, its
-    signature checked under a key of the signer its payload names; only such
-    a token takes the place of another token buffered under its CID (a
-    commit leaves the buffered op as it is otherwise), so a copy with a
-    forged or foreign signature cannot push out the op it copies. Not
-    stored: read back, it is False."""
+    buffered before schema v4). ``replaces``: the sequencing session
+    decided this token takes the place of another token buffered under its
+    CID (which it keeps as a copy, see ``CommitBatch.copies``); a commit
+    leaves a buffered op with another token as it is otherwise. Not stored:
+    read back, it is False."""
 
     cid: str
     jws_token: str
     waits_for: DependencyKey
     since_ms: int | None = None
     received_at_ms: int = 0
-    verified: bool = False
+    replaces: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +276,8 @@ class StateRows:
     pairs: set[tuple[str, str]] = field(default_factory=set)
     rejections: dict[str, Rejection] = field(default_factory=dict)
     pending: int | None = None  # set when the query asked to count_pending
+    # the token buffered under each of the query's ``cids`` that has one
+    buffered: dict[str, str] = field(default_factory=dict)
 
 
 def creator_of(chain: ChainRecord) -> str | None:
@@ -295,6 +296,13 @@ class CommitBatch:
     ``chains`` and ``beacons`` are upserts. ``resolved_cids`` leave the
     pending buffer (sequenced, duplicate or rejected); ``waiting`` are
     (re)recorded with what they now wait for.
+
+    ``copies`` are other tokens of a buffered CID, keyed by (CID, token
+    hash): a copy waits beside the op buffered under its CID and goes with
+    it, and the session tries the copies when that op is rejected (two
+    senders' tokens of one payload, of which only one may verify). A copy
+    of a CID that leaves the buffer in this batch is not written.
+    ``copies_gone`` leave (tried, or buffered as the CID's op instead).
     """
 
     operations: list[OperationRecord] = field(default_factory=list)
@@ -305,6 +313,8 @@ class CommitBatch:
     rejections: list[Rejection] = field(default_factory=list)
     resolved_cids: set[str] = field(default_factory=set)
     waiting: dict[str, PendingOp] = field(default_factory=dict)
+    copies: dict[tuple[str, str], PendingOp] = field(default_factory=dict)
+    copies_gone: set[tuple[str, str]] = field(default_factory=set)
 
     def is_empty(self) -> bool:
         return not (
@@ -316,7 +326,24 @@ class CommitBatch:
             or self.rejections
             or self.resolved_cids
             or self.waiting
+            or self.copies
+            or self.copies_gone
         )
+
+    def stage_copy(self, token_hash: str, pending: PendingOp) -> None:
+        key = (pending.cid, token_hash)
+        self.copies_gone.discard(key)
+        self.copies[key] = pending
+
+    def drop_copy(self, cid: str, token_hash: str) -> None:
+        key = (cid, token_hash)
+        self.copies.pop(key, None)
+        self.copies_gone.add(key)  # stored or not: deleting nothing is harmless
+
+    def kept_copies(self) -> dict[tuple[str, str], PendingOp]:
+        """The copies to write: not those of a CID leaving the buffer."""
+        gone = self.resolved_cids - self.waiting.keys()
+        return {key: p for key, p in self.copies.items() if key[0] not in gone}
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,7 +399,19 @@ class SequencingSession(Protocol):
         call, not one per link. A session takes each op at most once."""
         ...
 
-    async def count_pending(self) -> int: ...
+    async def get_buffered(self, cids: Collection[str]) -> dict[str, str]:
+        """The token buffered under each of ``cids`` that has one."""
+        ...
+
+    async def take_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        """The copies buffered beside ``cids``, as (token hash, op); read
+        only, and a session takes each copy at most once."""
+        ...
+
+    async def count_pending(self) -> int:
+        """The ops waiting in the buffer, copies included."""
+        ...
+
     async def commit(self, batch: CommitBatch) -> int:
         """Apply ``batch`` atomically; returns the log's head seq after it (the
         batch's ops hold the seqs ending there, in list order)."""

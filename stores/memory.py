@@ -80,6 +80,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         self._received: dict[str, int] = {}
         self._pending: dict[str, PendingOp] = {}
         self._waiters: dict[str, set[str]] = defaultdict(set)
+        self._copies: dict[str, dict[str, PendingOp]] = {}  # CID -> token hash -> copy
+        self._taken_copies: set[tuple[str, str]] = set()
         # CIDs taken by the current sequencing session (the index is left as
         # is, so a session that fails takes nothing away from the next one)
         self._taken: set[str] = set()
@@ -154,6 +156,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
     async def sequencing(self) -> AsyncIterator[MemoryStore]:
         async with self._lock:
             self._taken = set()
+            self._taken_copies = set()
             yield self
 
     async def read_state(self, query: StateQuery) -> StateRows:
@@ -198,8 +201,20 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
                     frontier.append(waits_for_op(cid))
         return found
 
+    async def get_buffered(self, cids: Collection[str]) -> dict[str, str]:
+        return {c: self._raw[c] for c in cids if c in self._raw}
+
+    async def take_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        taken: list[tuple[str, PendingOp]] = []
+        for cid in cids:
+            for token_hash, copy in self._copies.get(cid, {}).items():
+                if (cid, token_hash) not in self._taken_copies:
+                    self._taken_copies.add((cid, token_hash))
+                    taken.append((token_hash, copy))
+        return taken
+
     async def count_pending(self) -> int:
-        return len(self._pending)
+        return len(self._pending) + sum(map(len, self._copies.values()))
 
     async def commit(self, batch: CommitBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
@@ -227,22 +242,33 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         for rej in batch.rejections:
             self._rejections[rej.token_hash] = rej
         for cid in batch.resolved_cids - batch.waiting.keys():
-            self._raw.pop(cid, None)
-            self._received.pop(cid, None)
-            self._drop_pending(cid)
+            self._forget_buffered(cid)
         for cid, pending in batch.waiting.items():
             buffered = self._raw.get(cid)
-            if buffered is not None and buffered != pending.jws_token and not pending.verified:
-                continue  # see PendingOp.verified
+            if buffered is not None and buffered != pending.jws_token and not pending.replaces:
+                continue  # see PendingOp.replaces
             old = self._drop_pending(cid)
             if old is not None and old.since_ms is not None:  # keeps waiting since then
-                pending = replace(pending, since_ms=old.since_ms, verified=False)
-            elif pending.verified:  # not kept, as by the durable stores
-                pending = replace(pending, verified=False)
+                pending = replace(pending, since_ms=old.since_ms, replaces=False)
+            elif pending.replaces:  # not kept, as by the durable stores
+                pending = replace(pending, replaces=False)
             self._raw[cid] = pending.jws_token
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
+        for cid, token_hash in batch.copies_gone:
+            copies = self._copies.get(cid)
+            if copies is not None and copies.pop(token_hash, None) is not None and not copies:
+                del self._copies[cid]
+        for (cid, token_hash), copy in batch.kept_copies().items():
+            self._copies.setdefault(cid, {}).setdefault(token_hash, copy)
         return len(ops)
+
+    def _forget_buffered(self, cid: str) -> None:
+        """The op buffered under ``cid`` leaves, and its copies with it."""
+        self._raw.pop(cid, None)
+        self._received.pop(cid, None)
+        self._drop_pending(cid)
+        self._copies.pop(cid, None)
 
     def _drop_pending(self, cid: str) -> PendingOp | None:
         old = self._pending.pop(cid, None)

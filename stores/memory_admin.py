@@ -55,7 +55,7 @@ class MemoryAdmin:
         self._bans: dict[str, BanRecord] = {}
         self._purged: list[PurgedOperation] = []
 
-    def _drop_pending(self, cid: str) -> PendingOp | None:
+    def _forget_buffered(self, cid: str) -> None:
         raise NotImplementedError
 
     # bans and purge records ----------------------------------------------------
@@ -102,10 +102,8 @@ class MemoryAdmin:
                 del self._blobs[key]
         dropped = 0
         for cid in batch.raw_cids:
-            if self._raw.pop(cid, None) is not None:
-                dropped += 1
-            self._received.pop(cid, None)
-            self._drop_pending(cid)
+            dropped += cid in self._raw
+            self._forget_buffered(cid)  # and its copies, as the SQL trigger does
         return dropped
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:

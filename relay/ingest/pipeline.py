@@ -290,6 +290,12 @@ class _Sequencing:
         self._followed: set[str] = set()
         # Ops verified this round whose write-policy decision is pending.
         self._held: list[tuple[int | None, Submitted, OperationRecord]] = []
+        # CIDs whose buffered op this session parked with its signature
+        # checked as claimed: another token does not take its place.
+        self._checked_holders: set[str] = set()
+        # CIDs whose buffered op left by rejection: their copies are tried next.
+        self._promote: set[str] = set()
+        self._copy_keys: set[tuple[str, str]] = set()  # (CID, token hash) of copies taken
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -307,6 +313,8 @@ class _Sequencing:
             for index, sub in round_:
                 woken.extend(self._attempt(index, sub))
             round_ = await self._wake(woken)
+            if self._promote:
+                round_ += await self._take_copies()
             if self._held:
                 round_ = await self._decide_held(round_)
 
@@ -358,34 +366,21 @@ class _Sequencing:
         return ()
 
     def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
-        batch = self.view.batch
         if rejected.waits_for is not None:
-            verified = _signed_as_claimed(sub)
-            held = batch.waiting.get(sub.cid)
-            if held is not None and held.jws_token != sub.token and not verified:
-                # Another token of this CID waits: one whose signature is not
-                # checked yet (a copy with a forged one, maybe) does not take
-                # its place; the store keeps the same rule across sessions.
-                return
-            # Ops replayed from the buffer (index None) already hold a slot.
-            if index is not None and sub.cid not in batch.waiting:
+            holder = self._holder(sub.cid)
+            # A token new to the buffer takes a slot; ops replayed from the
+            # buffer (index None) already hold theirs.
+            if index is not None and holder != sub.token:
                 self._room -= 1
-            if self._room < 0:
-                self._room += 1
-                full = Rejected(RejectReason.BUFFER_FULL, "pending buffer is full; resubmit later")
-                if index is not None:
+                if self._room < 0:
+                    self._room += 1
+                    full = Rejected(
+                        RejectReason.BUFFER_FULL, "pending buffer is full; resubmit later"
+                    )
                     self.outcomes[index] = full
-                self._leave_buffer(index, sub)
-                self._event(sub, full.reason, full.message)
-                return
-            batch.resolved_cids.discard(sub.cid)
-            # since: now, unless the store already holds an earlier since for it
-            pending = PendingOp(
-                sub.cid, sub.token, rejected.waits_for, self.now_ms, verified=verified
-            )
-            batch.waiting[sub.cid] = pending
-            self._prepared[sub.cid] = sub
-            self._park(index, sub, rejected.waits_for)
+                    self._event(sub, full.reason, full.message)
+                    return
+            self._buffer(index, sub, rejected.waits_for, holder)
             return
         self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
@@ -400,17 +395,90 @@ class _Sequencing:
         )
         self.events.append(event)
 
-    def _leave_buffer(self, index: int | None, sub: Submitted) -> None:
-        """A rejected op leaves the buffer only if it is the op buffered under
-        its CID: one taken from the buffer (index None), or the token this
-        session parked. A request's op may be another token of that CID (a
-        forged copy, say), and must not take the waiting one out with it."""
+    def _buffer(
+        self, index: int | None, sub: Submitted, waits_for: str, holder: str | None
+    ) -> None:
+        """Keep ``sub`` waiting: as the op buffered under its CID, or as a
+        copy beside another token of that CID (``CommitBatch.copies``).
+
+        Two senders' tokens of one payload can both wait, and only one may
+        verify in the end (a forged signature, or one by another identity).
+        Neither pushes the other out: a token whose signature checked as
+        claimed takes the place of one not known to (which stays as a copy),
+        any other waits as a copy, and when the buffered op is rejected its
+        copies are tried (``_take_copies``). So a token answered as waiting
+        stays buffered until it is decided on its own merit."""
+        batch, cid = self.view.batch, sub.cid
+        verified = _signed_as_claimed(sub)
+        since = self.now_ms  # unless the store already holds an earlier since for it
+        if holder is not None and holder != sub.token:
+            if not verified or cid in self._checked_holders:
+                batch.stage_copy(sub.token_hash, PendingOp(cid, sub.token, waits_for, since))
+                return
+            held = batch.waiting.get(cid)
+            displaced = PendingOp(cid, holder, "", held.since_ms if held else since)
+            batch.stage_copy(token_hash(holder), displaced)
+        stored = self.view.buffered_token(cid)
+        replaces = stored is not None and stored != sub.token
+        batch.resolved_cids.discard(cid)
+        batch.waiting[cid] = PendingOp(cid, sub.token, waits_for, since, replaces=replaces)
+        self._drop_copy(sub)  # a copy tried now holds the CID
+        if verified:
+            self._checked_holders.add(cid)
+        else:
+            self._checked_holders.discard(cid)
+        self._prepared[cid] = sub
+        self._park(index, sub, waits_for)
+
+    def _holder(self, cid: str) -> str | None:
+        """The token buffered under ``cid`` as this session leaves it so far."""
         batch = self.view.batch
-        held = batch.waiting.get(sub.cid)
-        if held is not None and held.jws_token == sub.token:
-            del batch.waiting[sub.cid]
-        if index is None:
-            batch.resolved_cids.add(sub.cid)
+        held = batch.waiting.get(cid)
+        if held is not None:
+            return held.jws_token
+        if cid in batch.resolved_cids:
+            return None
+        return self.view.buffered_token(cid)
+
+    def _drop_copy(self, sub: Submitted) -> None:
+        """``sub`` is no longer a copy, if it was one (staged, or taken)."""
+        key = (sub.cid, sub.token_hash)
+        if key in self.view.batch.copies or key in self._copy_keys:
+            self.view.batch.drop_copy(*key)
+
+    def _leave_buffer(self, index: int | None, sub: Submitted) -> None:
+        """A rejected op leaves the buffer. If it is the op buffered under its
+        CID, the CID's copies are tried next; a request's op that is another
+        token of that CID (a forged copy, say) does not take the waiting one
+        out with it."""
+        batch, cid = self.view.batch, sub.cid
+        if self._holder(cid) == sub.token:
+            batch.waiting.pop(cid, None)
+            batch.resolved_cids.add(cid)
+            self._checked_holders.discard(cid)
+            self._promote.add(cid)
+        else:
+            self._drop_copy(sub)
+
+    async def _take_copies(self) -> list[tuple[int | None, Submitted]]:
+        """The copies of the CIDs whose buffered op was rejected, stored and
+        staged in this session, each to be tried once as the buffer's op."""
+        cids, self._promote = self._promote, set()
+        batch = self.view.batch
+        found = await self.view.session.take_copies(cids)
+        found += [(h, p) for (cid, h), p in batch.copies.items() if cid in cids]
+        out: list[tuple[int | None, Submitted]] = []
+        for digest, copy in found:
+            key = (copy.cid, digest)
+            if key in self._copy_keys and key not in batch.copies:
+                continue  # tried already, and not kept again
+            self._copy_keys.add(key)
+            prepared = prepare(copy.jws_token)
+            if isinstance(prepared, Submitted):
+                out.append((None, prepared))
+            else:  # kept copies decoded when they arrived: only a defence
+                batch.drop_copy(*key)
+        return out
 
     def _unpark(self, sub: Submitted) -> None:
         parked = self._parked.get(sub.cid)
@@ -459,19 +527,11 @@ class _Sequencing:
         for pending in await self.view.session.take_waiting(keys):
             cid = pending.cid
             self._followed.add(depends_on_op(cid))
-            # What this session learnt about an op is fresher than the buffer's note,
-            # unless it parked another token of that CID whose signature is not
-            # checked: the buffered one (which the store keeps) is tried instead.
-            parked = self._parked.get(cid)
-            if (
-                parked is not None
-                and parked[1].token != pending.jws_token
-                and parked[1].decoded.verified_key is None
-            ):
-                self._unpark(parked[1])
-                self.view.batch.waiting.pop(cid, None)
-                parked = None
-            if cid in next_round or parked is not None or cid in self.view.batch.resolved_cids:
+            self.view.learn_buffered(cid, pending.jws_token)
+            # What this session learnt about an op is fresher than the buffer's
+            # note: parked here, resolved here, or another token took its place
+            # (the buffered one is then a copy, tried if that token fails).
+            if cid in next_round or cid in self._parked or self._holder(cid) != pending.jws_token:
                 continue
             cached = self._prepared.get(cid)
             hit = cached is not None and cached.token == pending.jws_token

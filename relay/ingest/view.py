@@ -55,6 +55,9 @@ class StateView:
         self._beacons: dict[str, BeaconRecord | None] = {}
         self._pairs: dict[tuple[str, str], bool] = {}
         self._rejections: dict[str, Rejection | None] = {}
+        # the token the store's buffer holds under each CID read (None: none);
+        # the session holds the sequencing lock, so it does not change under it
+        self._buffered: dict[str, str | None] = {}
         self.gate: WriteGate | None = None
 
     # prefetch ---------------------------------------------------------------
@@ -88,6 +91,7 @@ class StateView:
         rows = await self.session.read_state(query)
         for cid in query.cids:
             self._ops[cid] = rows.operations.get(cid)
+            self._buffered.setdefault(cid, rows.buffered.get(cid))
         for chain_id in query.chain_ids:
             self._chains[chain_id] = rows.chains.get(chain_id)
         for chain_id, chain in rows.chains.items():  # followed links
@@ -122,6 +126,15 @@ class StateView:
 
     def rejection(self, token_hash: str) -> Rejection | None:
         return self._rejections.get(token_hash)
+
+    def buffered_token(self, cid: str) -> str | None:
+        """The token the store buffered under ``cid`` when the session began
+        (None: none, or not read: every op's own CID is read with its round)."""
+        return self._buffered.get(cid)
+
+    def learn_buffered(self, cid: str, token: str) -> None:
+        """What a read of the buffer itself (``take_waiting``) found."""
+        self._buffered.setdefault(cid, token)
 
     def is_deleted_identity(self, did: str) -> bool:
         chain = self._chains.get(did)

@@ -86,7 +86,18 @@ class Queries:
         "FROM t CROSS JOIN LATERAL (SELECT cid, token, waits_for FROM raw_ops "
         "WHERE waits_for = 'op:' || t.cid OFFSET 0) AS r) SELECT cid, token, waits_for FROM t"
     )
-    count_pending: str = "SELECT COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL"
+    count_pending: str = (
+        "SELECT (SELECT COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL) "
+        "+ (SELECT COUNT(*) FROM raw_copies)"
+    )
+    get_buffered: str = "SELECT cid, token FROM raw_ops WHERE cid {IN}"
+    take_copies: str = "SELECT cid, token_hash, token, since_ms FROM raw_copies WHERE cid {IN}"
+    any_copies: str = "SELECT EXISTS (SELECT 1 FROM raw_copies)"
+    delete_copy: str = "DELETE FROM raw_copies WHERE cid = ? AND token_hash = ?"
+    insert_copy: str = (
+        "INSERT INTO raw_copies (cid, token_hash, token, since_ms) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (cid, token_hash) DO NOTHING"
+    )
     kept_pending_count: str = "SELECT n FROM raw_ops_pending"
     # commit
     insert_op: str = (
@@ -153,7 +164,10 @@ class Queries:
         "FROM rejections WHERE token_hash = ANY(CAST(? AS text[])) "
         # the pending count, kept in a row (Postgres, schema v6), when asked
         "UNION ALL SELECT 'n', CAST(n AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
-        "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean)"
+        "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean) "
+        # the token buffered under each of the cids (the first parameter's)
+        "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.
@@ -202,7 +216,14 @@ class Queries:
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
         "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
-        "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))) "
+        "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))), "
+        # copies: disjoint keys gone and kept (the raw_ops trigger deletes
+        # the copies of a resolved CID after the statement)
+        "copies_gone AS (DELETE FROM raw_copies c USING unnest(CAST(? AS text[]), "
+        "CAST(? AS text[])) AS u(cid, h) WHERE c.cid = u.cid AND c.token_hash = u.h), "
+        "copies AS (INSERT INTO raw_copies (cid, token_hash, token, since_ms) "
+        "SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
+        "CAST(? AS bigint[])) ON CONFLICT (cid, token_hash) DO NOTHING) "
         "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
     )
     # buffers the new ones and answers the CIDs already sequenced

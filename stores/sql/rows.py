@@ -130,7 +130,17 @@ def pending_op(row: Row) -> PendingOp:
 
 
 def waiting_row(p: PendingOp) -> tuple[str, str, str, int | None, bool]:
-    return (p.cid, p.jws_token, p.waits_for, p.since_ms, p.verified)
+    return (p.cid, p.jws_token, p.waits_for, p.since_ms, p.replaces)
+
+
+def copy_row(token_hash: str, p: PendingOp) -> tuple[str, str, str, int | None]:
+    return (p.cid, token_hash, p.jws_token, p.since_ms)
+
+
+def copy_record(row: Row) -> tuple[str, PendingOp]:
+    """From (cid, token_hash, token, since_ms): the token hash and the copy."""
+    since = row[3]
+    return row[1], PendingOp(row[0], row[2], "", None if since is None else int(since))
 
 
 def location(row: Row) -> OpLocation:
@@ -163,7 +173,7 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
             (c.target_cid, c.witness_did), (c.target_cid, c.witness_did, c.cid, c.jws_token)
         )
     rejections = {r.token_hash: (r.token_hash, r.cid, r.reason) for r in batch.rejections}
-    waiting = [waiting_row(p)[:4] for p in batch.waiting.values()]  # verified: by CID below
+    waiting = [waiting_row(p)[:4] for p in batch.waiting.values()]  # replaces: by CID below
     # As with separate statements (delete, then upsert), a CID in both sets
     # ends up waiting; one statement must not touch a row twice.
     resolved = sorted(batch.resolved_cids - batch.waiting.keys())
@@ -179,7 +189,10 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
         out.extend(_columns(rows, width))
     out.append(resolved)
     out.extend(_columns(waiting, 4))
-    out.append([p.cid for p in batch.waiting.values() if p.verified])
+    out.append([p.cid for p in batch.waiting.values() if p.replaces])
+    out.extend(_columns(sorted(batch.copies_gone), 2))
+    copies = [copy_row(h, p) for (_, h), p in batch.kept_copies().items()]
+    out.extend(_columns(copies, 4))
     return out
 
 
@@ -209,6 +222,8 @@ def state_rows(tagged: Sequence[Row], wanted_pairs: Collection[tuple[str, str]])
             out.rejections[row[1]] = rejection_record(row[1:4])
         elif tag == "n":
             out.pending = int(row[1])
+        elif tag == "w":
+            out.buffered[row[1]] = row[2]
     out.pairs &= set(wanted_pairs)
     for _, key in sorted(keys, key=lambda item: item[0]):  # history order
         out.identity_keys.setdefault(key.did, []).append(key)

@@ -29,7 +29,9 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      direction); pending tokens and diagnostics as JSON text (v5)
 - ``raw_ops_pending`` Postgres only: the number of buffered ops that wait
                      (``waits_for`` set), one row kept exact by statement
-                     triggers on ``raw_ops`` (v6)
+                     triggers on ``raw_ops`` (v6), and on ``raw_copies`` (v7)
+- ``raw_copies``     other tokens of a buffered CID, by (cid, token hash);
+                     deleted with the CID's ``raw_ops`` row by a trigger (v7)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -47,6 +49,13 @@ from stores.sql.dialect import Dialect
 @dataclass(frozen=True, slots=True)
 class KeptPendingCount:
     """A statement only for dialects that keep the pending count in a row."""
+
+    sql: str
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """A statement only for the embedded dialect (SQLite's trigger syntax)."""
 
     sql: str
 
@@ -235,14 +244,73 @@ _V6: list[str | KeptPendingCount] = [
     ),
 ]
 
+# Other tokens of a buffered CID (copies: two senders' tokens of one payload,
+# of which only one may verify), kept beside the op buffered under the CID
+# and deleted with it by a trigger, whoever deletes it (a commit, a drop by
+# an operator, a purge). On Postgres they count in the kept pending count.
+_V7: list[str | KeptPendingCount | Embedded] = [
+    """CREATE TABLE raw_copies (
+        cid TEXT NOT NULL,
+        token_hash TEXT NOT NULL,
+        token TEXT NOT NULL,
+        since_ms {BIGINT},
+        PRIMARY KEY (cid, token_hash))""",
+    Embedded(
+        "CREATE TRIGGER raw_copies_follow AFTER DELETE ON raw_ops "
+        "BEGIN DELETE FROM raw_copies WHERE cid = OLD.cid; END"
+    ),
+    KeptPendingCount(
+        """CREATE FUNCTION raw_copies_follow() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF EXISTS (SELECT 1 FROM raw_copies) THEN
+                DELETE FROM raw_copies c USING old_rows o WHERE c.cid = o.cid;
+            END IF;
+            RETURN NULL;
+        END $$"""
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_copies_follow AFTER DELETE ON raw_ops "
+        "REFERENCING OLD TABLE AS old_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_follow()"
+    ),
+    KeptPendingCount(
+        """CREATE FUNCTION raw_copies_moved() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        DECLARE delta BIGINT := 0;
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                delta := (SELECT COUNT(*) FROM new_rows);
+            ELSE
+                delta := -(SELECT COUNT(*) FROM old_rows);
+            END IF;
+            IF delta <> 0 THEN
+                UPDATE raw_ops_pending SET n = n + delta WHERE id = 1;
+            END IF;
+            RETURN NULL;
+        END $$"""
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_copies_insert AFTER INSERT ON raw_copies "
+        "REFERENCING NEW TABLE AS new_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()"
+    ),
+    KeptPendingCount(
+        "CREATE TRIGGER raw_copies_delete AFTER DELETE ON raw_copies "
+        "REFERENCING OLD TABLE AS old_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()"
+    ),
+]
+
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, Sequence[str | KeptPendingCount]] = {
+MIGRATIONS: dict[int, Sequence[str | KeptPendingCount | Embedded]] = {
     1: _V1,
     2: _V2,
     3: _V3,
     4: _V4,
     5: _V5,
     6: _V6,
+    7: _V7,
 }
 LATEST_VERSION = max(MIGRATIONS)
 
@@ -263,7 +331,9 @@ def pending_migrations(current: int | None, dialect: Dialect, where: str) -> lis
         stmts = [
             dialect.render(s) if isinstance(s, str) else s.sql
             for s in MIGRATIONS[v]
-            if isinstance(s, str) or dialect.kept_pending_count
+            if isinstance(s, str)
+            or (isinstance(s, KeptPendingCount) and dialect.kept_pending_count)
+            or (isinstance(s, Embedded) and dialect.embedded)
         ]
         stmts.append(f"INSERT INTO schema_version (version) VALUES ({v})")
         steps.append(stmts)

@@ -56,6 +56,7 @@ class SqlSession:
         # the buffer cannot change under it and a set here marks them for free
         # (a flag written per row cost a row update per parked op)
         self._taken: set[str] = set()
+        self._taken_copies: set[tuple[str, str]] = set()
 
     async def close(self) -> None:
         """Roll back unless committed (the backend calls this on exit)."""
@@ -111,6 +112,7 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
+        params.append(self._d.lst(q.cids))
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
@@ -120,6 +122,18 @@ class SqlSession:
             if row[0] not in self._taken:
                 self._taken.add(row[0])
                 taken.append(R.pending_op(row))
+        return taken
+
+    async def get_buffered(self, cids: Collection[str]) -> dict[str, str]:
+        return {r[0]: r[1] for r in await self._fetch_in(self._q.get_buffered, cids)}
+
+    async def take_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        taken: list[tuple[str, PendingOp]] = []
+        for row in await self._fetch_in(self._q.take_copies, cids):
+            token_hash, copy = R.copy_record(row)
+            if (copy.cid, token_hash) not in self._taken_copies:
+                self._taken_copies.add((copy.cid, token_hash))
+                taken.append((token_hash, copy))
         return taken
 
     async def count_pending(self) -> int:
@@ -189,4 +203,9 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
     if batch.waiting:
         waiting = [R.waiting_row(p) for p in batch.waiting.values()]
         await conn.executemany(q.upsert_waiting, waiting)
+    if batch.copies_gone and (await conn.fetch(q.any_copies))[0][0]:
+        await conn.executemany(q.delete_copy, sorted(batch.copies_gone))
+    copies = [R.copy_row(h, p) for (_, h), p in batch.kept_copies().items()]
+    if copies:
+        await conn.executemany(q.insert_copy, copies)
     return base + len(batch.operations)

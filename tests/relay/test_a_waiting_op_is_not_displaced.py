@@ -1,13 +1,16 @@
-"""The buffer holds one token per CID. Another sender's token of a waiting
-op's CID neither takes its place (once the waiting op's signature has been
-checked) nor takes it out of the buffer, so it is sequenced when its
-dependency arrives:
+"""Another sender's token of a waiting op's CID neither pushes it out of the
+buffer nor takes it out with it, so the genuine op is sequenced when its
+dependency arrives, whichever token came first:
 
 - an op whose header claims the waiting op's CID for another payload is
   rejected (cid-mismatch) and never parked;
-- a copy with a forged signature (same payload, same CID) does not replace
-  it: only a token whose signature checked out replaces a buffered one;
-- the waiting op sent again while the buffer is full stays buffered."""
+- a copy with a forged signature (same payload, same CID) waits beside it as
+  a copy; when neither signature can be checked yet, whichever is buffered
+  first is tried first, and if it fails the other is tried;
+- a waiting identity update is not pushed out by a copy another identity
+  signed (its signature checks, but under the wrong identity);
+- a copy that finds the buffer full is told so (it is not kept), while the
+  waiting op sent again while the buffer is full stays buffered."""
 
 from __future__ import annotations
 
@@ -141,3 +144,63 @@ async def test_a_forged_copy_parked_while_the_waiting_op_wakes_gives_way(
         stored = await store.get_operation(waiting_cid)
         assert stored is not None and stored.jws_token == update2
         assert await store.get_unsequenced(10) == []
+
+
+@pytest.mark.parametrize("forged_first", [True, False], ids=["forged-first", "genuine-first"])
+@pytest.mark.parametrize("same_request", [False, True], ids=["later", "same-request"])
+async def test_neither_token_checkable_yet_both_wait_and_the_genuine_one_is_sequenced(
+    store: RelayStore, forged_first: bool, same_request: bool
+) -> None:
+    """The signer's identity has not arrived, so no signature can be checked
+    when the two tokens arrive; both wait, and the genuine one is sequenced."""
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(107)
+    forged = _forged(update2)
+    tokens = [forged, update2] if forged_first else [update2, forged]
+    relay = create_relay(store)
+    async with relay.running():
+        for batch in [tokens] if same_request else [[t] for t in tokens]:
+            assert all(r.waits_for is not None for r in await relay.ingest(batch))
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 2  # one op and its copy
+        await relay.ingest([identity, genesis, update1])
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await store.get_unsequenced(10) == []
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 0
+
+
+async def test_a_waiting_identity_update_outlasts_a_copy_another_identity_signed(
+    store: RelayStore,
+) -> None:
+    """Update 2 waits for update 1 and for the key update 1 introduces, so its
+    signature cannot be checked; a copy signed by another (known) identity
+    checks, and waits in its place, but fails once update 1 arrives."""
+    b = WorkloadBuilder(seed=208, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    update2_cid = b.rotate(author)
+    genesis, update1, update2 = b.tokens
+    o = WorkloadBuilder(seed=209, start_ms=PAST_MS)
+    other = o.identity()
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([genesis, *o.tokens])
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        assert (await relay.ingest([_signed_by(update2, other)]))[0].waits_for is not None
+        await relay.ingest([update1])
+        stored = await store.get_operation(update2_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await store.get_unsequenced(10) == []
+
+
+async def test_a_copy_that_finds_the_buffer_full_is_told_so(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(109)
+    relay = create_relay(store, config=RelayConfig(max_pending=1))
+    async with relay.running():
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        full = (await relay.ingest([_forged(update2)]))[0]
+        assert full.reason is not None and full.reason.value == "buffer-full"
+        await relay.ingest([identity, genesis, update1])
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2

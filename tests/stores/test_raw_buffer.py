@@ -117,20 +117,70 @@ async def test_resolved_ops_leave_the_buffer(opened: RelayStore) -> None:
         assert await s.take_waiting(["op:x"]) == []
 
 
-async def test_only_a_verified_token_replaces_another_buffered_under_its_cid(
+async def test_only_a_token_that_replaces_takes_the_place_of_another_under_its_cid(
     opened: RelayStore,
 ) -> None:
-    """``PendingOp.verified``: a copy whose signature is unchecked leaves the
-    buffered op as it is; a checked one takes its place; the same token
-    re-parked moves to its new dependency either way."""
+    """``PendingOp.replaces``: another token of the CID leaves the buffered op
+    as it is unless the session says it replaces it; the same token re-parked
+    moves to its new dependency either way."""
     first = PendingOp("w", "tok.first", "op:p1", 1_000)
     await commit(opened, CommitBatch(waiting={"w": first}))
     await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.copy", "op:p2", 2_000)}))
     assert await opened.get_unsequenced(10) == [first]
     await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.first", "op:p3", 3_000)}))
     assert await opened.get_unsequenced(10) == [PendingOp("w", "tok.first", "op:p3", 1_000)]
-    checked = PendingOp("w", "tok.checked", "op:p4", 4_000, verified=True)
+    checked = PendingOp("w", "tok.checked", "op:p4", 4_000, replaces=True)
     await commit(opened, CommitBatch(waiting={"w": checked}))
     assert await opened.get_unsequenced(10) == [PendingOp("w", "tok.checked", "op:p4", 1_000)]
     async with opened.sequencing() as s:
         assert await s.count_pending() == 1
+
+
+async def test_copies_wait_beside_the_buffered_op_and_count_as_pending(
+    opened: RelayStore,
+) -> None:
+    """``CommitBatch.copies``: other tokens of a buffered CID, taken by CID
+    (each once per session), counted in the pending count; one gone leaves."""
+    primary = PendingOp("w", "tok.w", "op:p", 1_000)
+    copy_a, copy_b = PendingOp("w", "tok.a", "", 2_000), PendingOp("w", "tok.b", "", 3_000)
+    await commit(opened, CommitBatch(waiting={"w": primary}, copies={("w", "ha"): copy_a}))
+    await commit(opened, CommitBatch(copies={("w", "hb"): copy_b, ("w", "ha"): copy_a}))
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 3
+        assert await s.get_buffered(["w", "nowhere"]) == {"w": "tok.w"}
+        taken = await s.take_copies(["w"])
+        assert sorted(taken, key=lambda t: t[0]) == [("ha", copy_a), ("hb", copy_b)]
+        assert await s.take_copies(["w"]) == []  # taken once per session
+    await commit(opened, CommitBatch(copies_gone={("w", "ha")}))
+    async with opened.sequencing() as s:
+        assert await s.take_copies(["w"]) == [("hb", copy_b)]
+        assert await s.count_pending() == 2
+    assert await opened.get_unsequenced(10) == [primary]  # copies are not ops of their own
+
+
+async def test_copies_leave_with_the_op_buffered_under_their_cid(opened: RelayStore) -> None:
+    """Resolved, the CID takes its copies with it, and copies staged for a
+    CID resolved in the same batch are not written."""
+    await commit(
+        opened,
+        CommitBatch(
+            waiting={"w": PendingOp("w", "tok.w", "op:p")},
+            copies={("w", "h1"): PendingOp("w", "tok.1", "")},
+        ),
+    )
+    await commit(
+        opened,
+        CommitBatch(resolved_cids={"w"}, copies={("w", "h2"): PendingOp("w", "tok.2", "")}),
+    )
+    async with opened.sequencing() as s:
+        assert await s.take_copies(["w"]) == []
+        assert await s.count_pending() == 0
+
+
+async def test_read_state_answers_the_token_buffered_under_each_cid(
+    opened: RelayStore,
+) -> None:
+    await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.w", "op:p")}))
+    async with opened.sequencing() as s:
+        rows = await s.read_state(StateQuery(cids=frozenset({"w", "x"})))
+        assert rows.buffered == {"w": "tok.w"}
