@@ -30,11 +30,18 @@ waits and is woken within the same request answers ``new``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
-from relay.protocol import DecodedJws, ProtocolError, check_cid, cid_of, decode_jws, is_cid
+from relay.protocol import (
+    DecodedJws,
+    ProtocolError,
+    check_cid,
+    cid_of,
+    decode_jws,
+    is_cid,
+    token_hash,
+)
 from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
@@ -71,10 +78,6 @@ HANDLERS: dict[str, Handler] = {
 
 Listener = Callable[[Sequence[SequencedOp], str | None], Awaitable[None] | None]
 Clock = Callable[[], int]  # wall clock, epoch milliseconds
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def prepare(token: object) -> Submitted | IngestionResult:

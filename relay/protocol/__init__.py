@@ -104,7 +104,7 @@ from .ids import (
     key_id_for_public_key,
     split_kid,
 )
-from .jws import DecodedJws, decode_jws, sign_jws, verify_jws
+from .jws import DecodedJws, decode_jws, sign_jws, token_hash, verify_jws
 from .keys import Ed25519Keypair, reference_keypair, verify_signature
 from .merkle import ProofStep, merkle_proof, merkle_root, verify_merkle_proof
 from .multikey import decode_multikey, encode_multikey
@@ -226,6 +226,7 @@ __all__ = [
     "sign_jws",
     "sign_operation",
     "split_kid",
+    "token_hash",
     "verify_artifact",
     "verify_auth_token",
     "verify_beacon",

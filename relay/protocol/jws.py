@@ -12,6 +12,7 @@ It does NOT check the signature, ``typ``, ``kid`` or ``cid``; verifiers do.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,6 +109,12 @@ def _json_object(segment: str, what: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise MalformedError(f"JWS {what} must be a JSON object")
     return value
+
+
+def token_hash(token: str) -> str:
+    """A token's identity among the tokens of one CID (hex SHA-256 of its text):
+    two senders' tokens of one payload differ in header or signature."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def decode_jws(token: str) -> DecodedJws:

@@ -30,6 +30,7 @@ from relay.protocol import (
 )
 from relay.testing.workload import Actor, WorkloadBuilder
 from stores.base import RelayStore
+from tests.stores.conftest import reopen
 from tests.support.relay_api import PAST_MS
 
 MISSING = "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -204,3 +205,21 @@ async def test_a_copy_that_finds_the_buffer_full_is_told_so(store: RelayStore) -
         await relay.ingest([identity, genesis, update1])
         stored = await store.get_operation(waiting_cid)
         assert stored is not None and stored.jws_token == update2
+
+
+async def test_a_waiting_copy_outlives_a_restart(store: RelayStore) -> None:
+    """The forged token is buffered first, the genuine one as its copy; the
+    relay restarts (a new handle on the same storage) before the chain
+    arrives, and the genuine op is still there to be sequenced."""
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(110)
+    before = create_relay(store)
+    async with before.running():
+        await before.ingest([_forged(update2)])
+        await before.ingest([update2])
+    again = reopen(store)
+    after = create_relay(again)
+    async with after.running():
+        await after.ingest([identity, genesis, update1])
+        stored = await again.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await again.get_unsequenced(10) == []

@@ -1,8 +1,9 @@
 """The number of buffered ops that wait (``count_pending``, and the count a
 session's first read carries) is exact after every kind of buffer write:
 ops parked, re-parked under another dependency, resolved, dropped by an
-operator, written by a plain buffer insert, and across a reopen. Postgres
-keeps it in a row by triggers (schema v6); a database written by v5 with ops
+operator, written by a plain buffer insert, copies kept beside them and
+gone (alone, or with their CID's op), and across a reopen. Postgres keeps
+it in a row by triggers (schema v6, v7); a database written by v5 with ops
 already waiting starts from their true count."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ async def test_the_count_follows_every_buffer_write(opened: RelayStore) -> None:
     rng = random.Random(7)
     parked: set[str] = set()
     sequenced: set[str] = set()
+    copies: dict[str, set[str]] = {}  # CID -> token hashes of its copies
     for step in range(30):
         new = {f"w{step}-{i}" for i in range(rng.randint(0, 6))}
         moved = set(rng.sample(sorted(parked), min(len(parked), rng.randint(0, 3))))
@@ -41,14 +43,25 @@ async def test_the_count_follows_every_buffer_write(opened: RelayStore) -> None:
         )
         waiting = {c: PendingOp(c, f"tok.{c}", f"op:p{step}") for c in new | moved}
         fresh = sorted(resolved - sequenced)
+        # copies: new ones beside some ops (of a CID resolved now: not kept), some gone
+        kept = sorted(parked | new)
+        added = {(c, f"h{step}") for c in rng.sample(kept, min(len(kept), rng.randint(0, 3)))}
+        held = sorted((c, h) for c, hashes in copies.items() for h in hashes)
+        gone = set(rng.sample(held, min(len(held), rng.randint(0, 2))))
         await commit(
             opened,
             CommitBatch(
                 operations=[op(c, chain_id=f"did:dfos:{c}") for c in fresh],
                 resolved_cids=resolved,
                 waiting=waiting,
+                copies={key: PendingOp(key[0], f"tok.{key[1]}", "") for key in added},
+                copies_gone=gone,
             ),
         )
+        for c, h in added:
+            copies.setdefault(c, set()).add(h)
+        for c, h in gone:
+            copies[c].discard(h)
         sequenced |= set(fresh)
         parked = (parked | new) - resolved
         if step % 7 == 3:  # received, not yet attempted: no dependency, not counted
@@ -58,7 +71,10 @@ async def test_the_count_follows_every_buffer_write(opened: RelayStore) -> None:
             async with opened.moderating() as session:
                 await session.apply_moderation(ModerationBatch(raw_cids=dropped))
             parked -= dropped
-        assert await _counts(opened) == (len(parked), len(parked)) == (await _waiting(opened),) * 2
+        copies = {c: hashes for c, hashes in copies.items() if c in parked}  # went with their op
+        expected = len(parked) + sum(map(len, copies.values()))
+        assert await _counts(opened) == (expected, expected)
+        assert await _waiting(opened) == len(parked)
 
 
 async def test_the_count_survives_a_reopen(opened: RelayStore) -> None:
