@@ -48,6 +48,7 @@ class MemoryAdmin:
     _raw: dict[str, str]
     _received: dict[str, int]
     _pending: dict[str, PendingOp]
+    _copies: dict[str, dict[str, PendingOp]]
     _blobs: dict[tuple[str, str], bytes]
     _epoch: str | None
 
@@ -159,6 +160,11 @@ class _MemorySnapshot:
             PendingOp(cid, token, _waits(store._pending.get(cid)), store._received.get(cid, 0))
             for cid, token in sorted(store._raw.items())
         ]
+        self._copies = [
+            (token_hash, copy)
+            for cid in sorted(store._copies)
+            for token_hash, copy in sorted(store._copies[cid].items())
+        ]
         self._purged = sorted(store._purged, key=lambda p: (p.seq, p.cid))
 
     async def count_operations(self) -> int:
@@ -184,6 +190,9 @@ class _MemorySnapshot:
 
     def raw_ops(self) -> AsyncIterator[PendingOp]:
         return _each(self._raw)
+
+    def raw_copies(self) -> AsyncIterator[tuple[str, PendingOp]]:
+        return _each(self._copies)
 
     async def purged(self) -> list[PurgedOperation]:
         return list(self._purged)

@@ -14,7 +14,9 @@ Kinds (``Finding.kind``):
 - ``log-duplicate``  a position or a CID stored twice
 - ``orphan``         a row that hangs off nothing: a chain without ops, a key
                      of no state, a beacon, countersignature or blob row
-                     without its op or creator, a buffered op already sequenced
+                     without its op or creator, a buffered op already
+                     sequenced, a buffered copy whose op is sequenced or not
+                     buffered, or that its own token's hash does not name
 
 ``subject`` names the row (CID, chain id, DID, ...) and ``seq`` the log
 position when there is one.

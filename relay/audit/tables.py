@@ -9,13 +9,16 @@
 - countersignatures: one row per countersign op, naming its target and
   witness;
 - blobs: a document some content op of a chain its creator created commits to;
-- the raw buffer: no op that is already sequenced.
+- the raw buffer: no op that is already sequenced; every copy kept beside a
+  buffered op, under its own token's hash (a copy of a sequenced op, or of a
+  CID with nothing buffered, should have gone with it).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from relay.protocol import token_hash
 from stores.audit import AuditSnapshot
 
 from .findings import Finding
@@ -39,9 +42,18 @@ async def check_tables(snap: AuditSnapshot, replay: Replay) -> AsyncIterator[Fin
                 f"blob {creator} {document}",
                 "no content op of a chain this creator created commits to it",
             )
+    buffered: set[str] = set()
     async for pending in snap.raw_ops():
+        buffered.add(pending.cid)
         if pending.cid in replay.ops:
             yield Finding("orphan", pending.cid, "buffered, but already sequenced")
+    async for digest, copy in snap.raw_copies():
+        if copy.cid in replay.ops:
+            yield Finding("orphan", copy.cid, f"copy {digest}: its op is already sequenced")
+        elif copy.cid not in buffered:
+            yield Finding("orphan", copy.cid, f"copy {digest}: no op buffered under its CID")
+        elif digest != token_hash(copy.jws_token):
+            yield Finding("orphan", copy.cid, f"copy {digest}: kept under another token's hash")
 
 
 async def _chains(snap: AuditSnapshot, replay: Replay) -> AsyncIterator[Finding]:

@@ -49,6 +49,10 @@ _RAW = (
     "SELECT cid, token, COALESCE(waits_for, ''), since_ms, received_at_ms FROM raw_ops "
     "WHERE cid > ? ORDER BY cid LIMIT ?"
 )
+_COPIES = (
+    "SELECT cid, token_hash, token, since_ms FROM raw_copies WHERE cid > ? "
+    "OR (cid = ? AND token_hash > ?) ORDER BY cid, token_hash LIMIT ?"
+)
 _PURGED = f"SELECT {PURGED_COLS} FROM purged_ops ORDER BY pos, cid, id"
 _COUNT = "SELECT COUNT(*) FROM ops"
 
@@ -114,6 +118,9 @@ class SqlAuditSnapshot:
 
     def raw_ops(self) -> AsyncIterator[PendingOp]:
         return self._paged(_RAW, ("",), lambda r: (r[0],), R.pending_op)
+
+    def raw_copies(self) -> AsyncIterator[tuple[str, PendingOp]]:
+        return self._paged(_COPIES, ("", "", ""), lambda r: (r[0], r[0], r[1]), R.copy_record)
 
     async def purged(self) -> list[PurgedOperation]:
         return [purged_record(r) for r in await self._rows(_PURGED, ())]

@@ -44,6 +44,7 @@ class Seeded:
     beacon: str
     beacon_token: str
     countersign: str
+    waiting: str  # a buffered op, with a forged copy waiting beside it
 
 
 async def seed(url: str, purge: str | None = None) -> Seeded:
@@ -72,14 +73,15 @@ async def seed(url: str, purge: str | None = None) -> Seeded:
         other = WorkloadBuilder(seed=22, start_ms=now - DAY_MS)
         lone = other.identity()
         other.tokens.pop()  # its genesis is withheld: the rotation waits in the buffer
-        other.rotate(lone)
+        waiting = other.rotate(lone)
         await relay.ingest([other.tokens[-1]])
+        await relay.ingest([tampered(other.tokens[-1])])  # uncheckable yet: a copy
         if purge is not None:
             target = {"dave": dave.did}[purge]
             async with relay.store.moderating() as session:
                 await session.apply_moderation(await plan_purge(relay.store, target, now))
     return Seeded(url, alice.did, bob.did, carol.did, chain.content_id, chain.genesis_cid,
-                  update, artifact, beacon, beacon_token, countersign)  # fmt: skip
+                  update, artifact, beacon, beacon_token, countersign, waiting)  # fmt: skip
 
 
 def verify(url: str) -> subprocess.CompletedProcess[str]:
@@ -173,6 +175,15 @@ def corruption(case: str, s: Seeded, dialect: str) -> tuple[list[Statement], str
                         "orphan", f"blob {s.carol} bafyfakedocument"),
         "orphan-buffered": ([("INSERT INTO raw_ops (cid, token) SELECT cid, token FROM ops "
                               "WHERE cid = ?", (s.update,))], "orphan", s.update),
+        "orphan-copy-of-a-sequenced-op": (
+            [("INSERT INTO raw_copies (cid, token_hash, token) VALUES (?, 'h', 'tok')",
+              (s.update,))], "orphan", s.update),
+        "orphan-copy-of-nothing-buffered": (
+            [("INSERT INTO raw_copies (cid, token_hash, token) VALUES (?, 'h', 'tok')",
+              ("bafynothingbuffered",))], "orphan", "bafynothingbuffered"),
+        "copy-under-another-hash": (
+            [("UPDATE raw_copies SET token_hash = 'bogus' WHERE cid = ?", (s.waiting,))],
+            "orphan", "copy bogus"),
         "missing-chain-row": ([("DELETE FROM chains WHERE chain_id = ?", (s.bob,))],
                               "missing-row", s.bob),
         "missing-key-row": ([("DELETE FROM identity_keys WHERE did = ?", (s.carol,))],
@@ -188,7 +199,9 @@ def corruption(case: str, s: Seeded, dialect: str) -> tuple[list[Statement], str
 CASES = [
     "op-signature", "op-state", "op-column", "chain-head", "chain-state", "log-gap",
     "log-duplicate", "orphan-chain", "orphan-key", "orphan-beacon", "orphan-countersignature",
-    "orphan-blob", "orphan-buffered", "missing-chain-row", "missing-key-row",
+    "orphan-blob", "orphan-buffered", "orphan-copy-of-a-sequenced-op",
+    "orphan-copy-of-nothing-buffered", "copy-under-another-hash", "missing-chain-row",
+    "missing-key-row",
     "missing-countersignature-row",
 ]  # fmt: skip
 
