@@ -224,12 +224,14 @@ class PendingSummary:
     or before ``cutoffs_ms[i]`` of the query (cumulative; unknown ``since``
     is never counted older). ``unverified`` counts ops buffered but not yet
     attempted. ``oldest`` is the waiting op with the earliest known ``since``.
+    ``copies`` counts the other tokens waiting beside buffered ops.
     """
 
     waiting: dict[str, int]
     older: dict[str, list[int]]
     unverified: int
     oldest: PendingOp | None
+    copies: int = 0
 
 
 DEPENDENCY_KINDS = ("op", "did")

@@ -400,7 +400,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             if oldest is None or (op.since_ms, op.cid) < (oldest.since_ms or 0, oldest.cid):
                 oldest = op
         unverified = len(self._raw) - len(self._pending)
-        return PendingSummary(waiting, older, unverified, oldest)
+        copies = sum(map(len, self._copies.values()))
+        return PendingSummary(waiting, older, unverified, oldest, copies)
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:

@@ -128,6 +128,7 @@ def pending_overview(overview: PendingOverview) -> dict[str, Any]:
         "at": overview.at_ms,
         "total": overview.total,
         "unverified": overview.unverified,
+        "copies": overview.copies,  # additive: not counted in total (ops by CID)
         "byDependency": {
             kind: {"count": ages.count, "ages": ages.ages}
             for kind, ages in overview.by_dependency.items()

@@ -81,6 +81,7 @@ class PendingOverview:
     by_dependency: dict[str, DependencyAges]  # "op", "did"
     unverified: int  # buffered, not yet attempted
     oldest: PendingOp | None
+    copies: int = 0  # other tokens of buffered CIDs, waiting beside them
 
     @property
     def total(self) -> int:
@@ -118,7 +119,9 @@ class OpStatusService:
             kind: _ages(summary.waiting.get(kind, 0), summary.older.get(kind, []))
             for kind in DEPENDENCY_KINDS
         }
-        self._overview = PendingOverview(now, by_dependency, summary.unverified, summary.oldest)
+        self._overview = PendingOverview(
+            now, by_dependency, summary.unverified, summary.oldest, summary.copies
+        )
         return self._overview
 
 

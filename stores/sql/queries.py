@@ -93,6 +93,7 @@ class Queries:
     get_buffered: str = "SELECT cid, token FROM raw_ops WHERE cid {IN}"
     take_copies: str = "SELECT cid, token_hash, token, since_ms FROM raw_copies WHERE cid {IN}"
     any_copies: str = "SELECT EXISTS (SELECT 1 FROM raw_copies)"
+    count_copies: str = "SELECT COUNT(*) FROM raw_copies"
     delete_copy: str = "DELETE FROM raw_copies WHERE cid = ? AND token_hash = ?"
     insert_copy: str = (
         "INSERT INTO raw_copies (cid, token_hash, token, since_ms) VALUES (?, ?, ?, ?) "

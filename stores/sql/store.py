@@ -268,6 +268,7 @@ class SqlStore(SqlModeration, SqlLinks):
         async with self._reading() as conn:
             rows = await conn.fetch(sql, list(cutoffs_ms))
             oldest = await conn.fetch(self._q.oldest_waiting, ())
+            copies = int((await conn.fetch(self._q.count_copies, ()))[0][0])
         waiting = {kind: 0 for kind in DEPENDENCY_KINDS}
         older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
         unverified = 0
@@ -278,7 +279,7 @@ class SqlStore(SqlModeration, SqlLinks):
             waiting[row[0]] = int(row[1])
             older[row[0]] = [int(n or 0) for n in row[2:]]
         return PendingSummary(
-            waiting, older, unverified, R.pending_op(oldest[0]) if oldest else None
+            waiting, older, unverified, R.pending_op(oldest[0]) if oldest else None, copies
         )
 
     # blobs -----------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The pending buffer is visible to operators (additive): ``GET
-/operations/pending`` counts waiting ops by dependency kind and age bucket
-and names the oldest; ``/metrics`` carries the same counts, the oldest age
-and a per-reason rejection counter. In-process and over hypercorn, on every
-store."""
+/operations/pending`` counts waiting ops by dependency kind and age bucket,
+and the copies waiting beside them, and names the oldest; ``/metrics``
+carries the same counts, the oldest age and a per-reason rejection counter.
+In-process and over hypercorn, on every store."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ async def test_an_empty_buffer(served: Served) -> None:
         "at": served.clock.now_ms,
         "total": 0,
         "unverified": 0,
+        "copies": 0,
         "byDependency": {
             "op": {"count": 0, "ages": empty_ages()},
             "did": {"count": 0, "ages": empty_ages()},
@@ -57,9 +58,11 @@ async def test_counts_by_dependency_kind_and_age_and_the_oldest(served: Served) 
     await post(client, [alice_genesis])  # first_update now waits for its chain's genesis
     clock.advance(2 * MINUTE_MS)
     await post(client, [second_update])  # waits for bob (did)
+    head, _, signature = second_update.rpartition(".")
+    await post(client, [f"{head}.{'A' * len(signature)}"])  # a forged copy of it
     overview = await get_json(client, "/operations/pending")
     assert overview["at"] == clock.now_ms
-    assert overview["total"] == 3
+    assert (overview["total"], overview["copies"]) == (3, 1)
     op_ages = {**empty_ages(), "1h-1d": 1}  # first_update, parked two hours ago
     did_ages = {**empty_ages(), "<1m": 1, "1m-1h": 1}
     assert overview["byDependency"] == {
