@@ -18,6 +18,11 @@ Cases that are order-dependent *by the spec* are not generated:
   depends on arrival order (replace-on-newer); one beacon per DID here.
 - two countersigns by one witness on one target: whichever arrives first is
   kept (one per witness per target).
+
+Forged copies (the same payload, so the same CID, under a signature that
+does not check, or under another identity's key) mixed into the shuffled
+stream change nothing either: whichever token of a CID arrives first, the
+genuine one is sequenced.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relay import create_relay
-from relay.protocol import decode_jws
+from relay.protocol import Ed25519Keypair, b64url_encode, decode_jws, sign_jws
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.backends import make_store, selected_backends
@@ -228,3 +233,47 @@ async def test_arrival_order_does_not_change_what_is_served(
     # Only extensions of deleted content (which the plan may draw, and which
     # are rejected in every order) stay out of the log.
     assert in_order["log"] <= {decode_jws(t).header_cid for t in tokens}
+
+
+def _forged(token: str, how: int, other: Actor) -> str:
+    """A copy of ``token`` (same header and payload, so same CID) signed by a
+    key that is not the signer's, or its payload signed by ``other`` under
+    ``other``'s own kid."""
+    decoded = decode_jws(token)
+    if how % 2 == 0 or decoded.payload.get("did") == other.did:
+        header, payload, _ = token.split(".")
+        stranger = Ed25519Keypair.from_seed(b"\x07" * 32)
+        signature = stranger.sign(f"{header}.{payload}".encode())
+        return f"{header}.{payload}.{b64url_encode(signature)}"
+    return sign_jws({**decoded.header, "kid": other.kid}, decoded.payload, other.keypair)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    actions=st.lists(st.sampled_from(ACTIONS), min_size=5, max_size=30),
+    order=st.randoms(use_true_random=False),
+    cuts=st.lists(st.integers(0, 10_000), max_size=12),
+    forge=st.lists(st.integers(0, 10_000), min_size=1, max_size=8),
+)
+async def test_forged_copies_in_any_order_do_not_change_what_is_served(
+    fresh_store: StoreFactory,
+    seed: int,
+    actions: list[str],
+    order: random.Random,
+    cuts: list[int],
+    forge: list[int],
+) -> None:
+    plan = Plan(seed)
+    for action in actions:
+        plan.apply(action)
+    tokens = list(plan.b.tokens)
+    other = plan.actors[0]
+    forged = [_forged(tokens[n % len(tokens)], n // len(tokens), other) for n in forge]
+    shuffled = tokens + forged
+    order.shuffle(shuffled)
+    in_order = await _served(
+        fresh_store(), [tokens[i : i + 100] for i in range(0, len(tokens), 100)], plan
+    )
+    any_order = await _served(fresh_store(), _batches(shuffled, cuts), plan)
+    assert any_order == in_order
