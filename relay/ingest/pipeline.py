@@ -20,7 +20,8 @@
 Store-then-verify, folded into one transaction: an op that must wait is
 written to the raw-op buffer by the commit of the session that parked it
 (with the key it waits for); an op sequenced or rejected within its own
-request never gets a buffer row. Nothing is answered before that commit, so
+request never gets a buffer row. Another token of a waiting op's CID waits
+beside it as a copy and is tried if that op is rejected (``_buffer``). Nothing is answered before that commit, so
 a crash before it loses nothing a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
@@ -468,11 +469,10 @@ class _Sequencing:
         staged in this session, each to be tried once as the buffer's op."""
         cids, self._promote = self._promote, set()
         batch = self.view.batch
-        found = await self.view.session.take_copies(cids)
-        found += [(h, p) for (cid, h), p in batch.copies.items() if cid in cids]
+        found = {(p.cid, h): p for h, p in await self.view.session.take_copies(cids)}
+        found.update({key: p for key, p in batch.copies.items() if key[0] in cids})
         out: list[tuple[int | None, Submitted]] = []
-        for digest, copy in found:
-            key = (copy.cid, digest)
+        for key, copy in found.items():
             if key in self._copy_keys and key not in batch.copies:
                 continue  # tried already, and not kept again
             self._copy_keys.add(key)
