@@ -21,8 +21,9 @@ Store-then-verify, folded into one transaction: an op that must wait is
 written to the raw-op buffer by the commit of the session that parked it
 (with the key it waits for); an op sequenced or rejected within its own
 request never gets a buffer row. Another token of a waiting op's CID waits
-beside it as a copy and is tried if that op is rejected (``_buffer``). Nothing is answered before that commit, so
-a crash before it loses nothing a sender was told was kept.
+beside it as a copy and is tried if that op is rejected (``_buffer``).
+Nothing is answered before that commit, so a crash before it loses nothing
+a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
 waits and is woken within the same request answers ``new``.
