@@ -12,7 +12,7 @@ no other process, so its leases are only exclusive within it.
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 LEASE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -34,6 +34,26 @@ class LeaseStore(Protocol):
         """A holder for the lease ``name`` (a short lowercase word); it holds
         nothing until ``held`` takes it. ValueError: not such a name."""
         ...
+
+
+_L = TypeVar("_L", bound=Lease)
+
+
+class HandedOut:
+    """The leases a durable store handed out, released when it closes (a
+    closed store holds nothing, whoever forgot to release)."""
+
+    def __init__(self) -> None:
+        self._leases: list[Lease] = []
+
+    def keep(self, lease: _L) -> _L:
+        self._leases.append(lease)
+        return lease
+
+    async def release_all(self) -> None:
+        leases, self._leases = self._leases, []
+        for lease in leases:
+            await lease.release()
 
 
 def check_lease_name(name: str) -> str:

@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import asyncpg
 
 from stores.base import StoreError
-from stores.leases import Lease, check_lease_name
+from stores.leases import HandedOut, Lease, check_lease_name
 from stores.postgres_lease import AdvisoryLease
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
@@ -106,7 +106,7 @@ class PostgresStore(SqlStore):
         self.schema = schema or url_schema
         self._pool_max = pool_max
         self._pool: Any = None
-        self._leases: list[AdvisoryLease] = []
+        self._leases = HandedOut()
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -182,14 +182,10 @@ class PostgresStore(SqlStore):
         return stop
 
     async def lease(self, name: str) -> Lease:
-        lease = AdvisoryLease(self.dsn, self.schema, check_lease_name(name))
-        self._leases.append(lease)
-        return lease
+        return self._leases.keep(AdvisoryLease(self.dsn, self.schema, check_lease_name(name)))
 
     async def close(self) -> None:
-        leases, self._leases = self._leases, []
-        for lease in leases:
-            await lease.release()
+        await self._leases.release_all()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

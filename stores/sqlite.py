@@ -37,7 +37,7 @@ from typing import Any
 import aiosqlite
 
 from stores.base import IdentityKeyRecord, StoreError
-from stores.leases import Lease, check_lease_name
+from stores.leases import HandedOut, Lease, check_lease_name
 from stores.sql import rows as R
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
@@ -200,7 +200,7 @@ class SqliteStore(SqlStore):
         self._checkpoints: _SqliteConn | None = None
         self._checkpointer: Checkpointer | None = None
         self._inline: sqlite3.Connection | None = None
-        self._leases: list[FileLease] = []
+        self._leases = HandedOut()
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -272,14 +272,10 @@ class SqliteStore(SqlStore):
             raise
 
     async def lease(self, name: str) -> Lease:
-        lease = FileLease(lease_path(self.path, check_lease_name(name)))
-        self._leases.append(lease)
-        return lease
+        return self._leases.keep(FileLease(lease_path(self.path, check_lease_name(name))))
 
     async def close(self) -> None:
-        leases, self._leases = self._leases, []
-        for lease in leases:
-            await lease.release()
+        await self._leases.release_all()
         if self._checkpointer is not None:
             await self._checkpointer.close()
         conns = [c for c in (self._writer, self._checkpoints, *self._readers) if c is not None]
