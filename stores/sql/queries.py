@@ -14,6 +14,10 @@ CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
 _CREATORS = "ARRAY(SELECT CAST(state AS json) ->> 'creator_did' FROM ch WHERE kind = 'content')"
 
 
+# what a commit statement answers: the log's head seq after it
+_COMMIT_ANSWER = "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
+
+
 @dataclass(frozen=True, slots=True)
 class Queries:
     # proof reader
@@ -217,15 +221,21 @@ class Queries:
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
         "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
-        "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))), "
-        # copies: disjoint keys gone and kept (the raw_ops trigger deletes
-        # the copies of a resolved CID after the statement)
+        "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))) "
+        f"{_COMMIT_ANSWER}"
+    )
+    # The same with the batch's copies: disjoint keys gone and kept (the
+    # raw_ops trigger deletes the copies of a resolved CID after the
+    # statement). Only batches with copies touch raw_copies: its statement
+    # triggers fire even for no rows.
+    commit_arrays_copies: str = (
+        commit_arrays.removesuffix(f" {_COMMIT_ANSWER}") + ", "
         "copies_gone AS (DELETE FROM raw_copies c USING unnest(CAST(? AS text[]), "
         "CAST(? AS text[])) AS u(cid, h) WHERE c.cid = u.cid AND c.token_hash = u.h), "
         "copies AS (INSERT INTO raw_copies (cid, token_hash, token, since_ms) "
         "SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
         "CAST(? AS bigint[])) ON CONFLICT (cid, token_hash) DO NOTHING) "
-        "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
+        f"{_COMMIT_ANSWER}"
     )
     # buffers the new ones and answers the CIDs already sequenced
     put_raw_arrays: str = (

@@ -160,7 +160,8 @@ def identity_record(row: Row) -> RelayIdentityRecord:
 
 
 def commit_columns(batch: CommitBatch) -> list[list[Any]]:
-    """``batch`` as the column arrays of ``Queries.commit_arrays``, in order."""
+    """``batch`` as the column arrays of ``Queries.commit_arrays`` (or of
+    ``commit_arrays_copies``, for a batch with copies), in order."""
     ops = [op_row(0, op)[1:] for op in batch.operations]
     chains = [chain_row(c) for c in batch.chains.values()]
     keys = list(
@@ -190,9 +191,10 @@ def commit_columns(batch: CommitBatch) -> list[list[Any]]:
     out.append(resolved)
     out.extend(_columns(waiting, 4))
     out.append([p.cid for p in batch.waiting.values() if p.replaces])
-    out.extend(_columns(sorted(batch.copies_gone), 2))
-    copies = [copy_row(h, p) for (_, h), p in batch.kept_copies().items()]
-    out.extend(_columns(copies, 4))
+    if batch.copies or batch.copies_gone:  # ``Queries.commit_arrays_copies``
+        out.extend(_columns(sorted(batch.copies_gone), 2))
+        copies = [copy_row(h, p) for (_, h), p in batch.kept_copies().items()]
+        out.extend(_columns(copies, 4))
     return out
 
 

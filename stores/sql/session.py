@@ -174,7 +174,8 @@ async def write_batch(conn: Conn, q: Queries, d: Dialect, batch: CommitBatch) ->
     """Write every row of ``batch`` (the caller owns the transaction); returns
     the log's head seq after it."""
     if d.arrays:
-        return int((await conn.fetch(q.commit_arrays, R.commit_columns(batch)))[0][0])
+        sql = q.commit_arrays_copies if batch.copies or batch.copies_gone else q.commit_arrays
+        return int((await conn.fetch(sql, R.commit_columns(batch)))[0][0])
     base = int((await conn.fetch(q.max_pos))[0][0])
     if batch.operations:
         ops = [R.op_row(base + i, op) for i, op in enumerate(batch.operations, start=1)]
