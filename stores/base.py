@@ -254,10 +254,12 @@ class StateQuery:
     pairs: frozenset[tuple[str, str]] = frozenset()
     token_hashes: frozenset[str] = frozenset()
     count_pending: bool = False  # also count the ops waiting in the buffer
+    buffered: frozenset[str] = frozenset()  # CIDs whose buffered token to read
 
     def is_empty(self) -> bool:
         return not (
             self.count_pending
+            or self.buffered
             or self.cids
             or self.chain_ids
             or self.key_dids
@@ -278,7 +280,7 @@ class StateRows:
     pairs: set[tuple[str, str]] = field(default_factory=set)
     rejections: dict[str, Rejection] = field(default_factory=dict)
     pending: int | None = None  # set when the query asked to count_pending
-    # the token buffered under each of the query's ``cids`` that has one
+    # the token buffered under each of the query's ``buffered`` that has one
     buffered: dict[str, str] = field(default_factory=dict)
 
 

@@ -19,5 +19,5 @@ async def read_state_stepwise(reads: SequencingSession, query: StateQuery) -> St
     rows.rejections = await reads.get_rejections(query.token_hashes)
     if query.count_pending:
         rows.pending = await reads.count_pending()
-    rows.buffered = await reads.get_buffered(query.cids)
+    rows.buffered = await reads.get_buffered(query.buffered)
     return rows

@@ -571,6 +571,7 @@ def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:
     for _, sub in round_:
         payload = sub.payload
         needs.cids.add(sub.cid)
+        needs.buffered.add(sub.cid)
         needs.token_hashes.add(sub.token_hash)
         for field in ("previousOperationCID", "targetCID"):
             value = payload.get(field)

@@ -43,6 +43,7 @@ class Needs:
     beacon_dids: set[str] = field(default_factory=set)
     pairs: set[tuple[str, str]] = field(default_factory=set)
     token_hashes: set[str] = field(default_factory=set)
+    buffered: set[str] = field(default_factory=set)  # the round's own CIDs
 
 
 class StateView:
@@ -85,13 +86,13 @@ class StateView:
             pairs=_uncached(needs.pairs, self._pairs),
             token_hashes=_uncached(needs.token_hashes, self._rejections),
             count_pending=count_pending,
+            buffered=_uncached(needs.buffered, self._buffered),
         )
         if query.is_empty():
             return None
         rows = await self.session.read_state(query)
         for cid in query.cids:
             self._ops[cid] = rows.operations.get(cid)
-            self._buffered.setdefault(cid, rows.buffered.get(cid))
         for chain_id in query.chain_ids:
             self._chains[chain_id] = rows.chains.get(chain_id)
         for chain_id, chain in rows.chains.items():  # followed links
@@ -109,6 +110,8 @@ class StateView:
             self._pairs[pair] = pair in rows.pairs
         for token_hash in query.token_hashes:
             self._rejections[token_hash] = rows.rejections.get(token_hash)
+        for cid in query.buffered:
+            self._buffered[cid] = rows.buffered.get(cid)
         return rows.pending
 
     # reads -------------------------------------------------------------------
@@ -129,7 +132,8 @@ class StateView:
 
     def buffered_token(self, cid: str) -> str | None:
         """The token the store buffered under ``cid`` when the session began
-        (None: none, or not read: every op's own CID is read with its round)."""
+        (None: none, or not read: every op's own CID is read with its round,
+        unless the session took it from the buffer and so knows it)."""
         return self._buffered.get(cid)
 
     def learn_buffered(self, cid: str, token: str) -> None:

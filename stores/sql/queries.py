@@ -170,7 +170,7 @@ class Queries:
         # the pending count, kept in a row (Postgres, schema v6), when asked
         "UNION ALL SELECT 'n', CAST(n AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
         "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean) "
-        # the token buffered under each of the cids (the first parameter's)
+        # the token buffered under each of the query's ``buffered`` CIDs
         "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))"
     )

@@ -112,7 +112,7 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
-        params.append(self._d.lst(q.cids))
+        params.append(self._d.lst(q.buffered))
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:

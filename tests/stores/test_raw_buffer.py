@@ -182,5 +182,5 @@ async def test_read_state_answers_the_token_buffered_under_each_cid(
 ) -> None:
     await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.w", "op:p")}))
     async with opened.sequencing() as s:
-        rows = await s.read_state(StateQuery(cids=frozenset({"w", "x"})))
+        rows = await s.read_state(StateQuery(buffered=frozenset({"w", "x"})))
         assert rows.buffered == {"w": "tok.w"}
