@@ -209,6 +209,31 @@ def _batches(tokens: list[str], cuts: list[int]) -> list[list[str]]:
     return out
 
 
+def _planned(seed: int, actions: list[str]) -> Plan:
+    plan = Plan(seed)
+    for action in actions:
+        plan.apply(action)
+    return plan
+
+
+async def _both_orders(
+    fresh_store: StoreFactory,
+    plan: Plan,
+    tokens: list[str],
+    order: random.Random,
+    cuts: list[int],
+    extra: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What one relay serves given ``tokens`` in causal order, and what
+    another serves given them (and ``extra``) in ``order``, cut at ``cuts``."""
+    shuffled = tokens + (extra or [])
+    order.shuffle(shuffled)
+    in_order = await _served(
+        fresh_store(), [tokens[i : i + 100] for i in range(0, len(tokens), 100)], plan
+    )
+    return in_order, await _served(fresh_store(), _batches(shuffled, cuts), plan)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -219,16 +244,9 @@ def _batches(tokens: list[str], cuts: list[int]) -> list[list[str]]:
 async def test_arrival_order_does_not_change_what_is_served(
     fresh_store: StoreFactory, seed: int, actions: list[str], order: random.Random, cuts: list[int]
 ) -> None:
-    plan = Plan(seed)
-    for action in actions:
-        plan.apply(action)
+    plan = _planned(seed, actions)
     tokens = list(plan.b.tokens)
-    shuffled = list(tokens)
-    order.shuffle(shuffled)
-    in_order = await _served(
-        fresh_store(), [tokens[i : i + 100] for i in range(0, len(tokens), 100)], plan
-    )
-    any_order = await _served(fresh_store(), _batches(shuffled, cuts), plan)
+    in_order, any_order = await _both_orders(fresh_store, plan, tokens, order, cuts)
     assert any_order == in_order
     # Only extensions of deleted content (which the plan may draw, and which
     # are rejected in every order) stay out of the log.
@@ -264,16 +282,9 @@ async def test_forged_copies_in_any_order_do_not_change_what_is_served(
     cuts: list[int],
     forge: list[int],
 ) -> None:
-    plan = Plan(seed)
-    for action in actions:
-        plan.apply(action)
+    plan = _planned(seed, actions)
     tokens = list(plan.b.tokens)
     other = plan.actors[0]
     forged = [_forged(tokens[n % len(tokens)], n // len(tokens), other) for n in forge]
-    shuffled = tokens + forged
-    order.shuffle(shuffled)
-    in_order = await _served(
-        fresh_store(), [tokens[i : i + 100] for i in range(0, len(tokens), 100)], plan
-    )
-    any_order = await _served(fresh_store(), _batches(shuffled, cuts), plan)
+    in_order, any_order = await _both_orders(fresh_store, plan, tokens, order, cuts, forged)
     assert any_order == in_order
