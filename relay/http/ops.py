@@ -56,7 +56,8 @@ async def metrics(request: Request) -> Response:
             overview = await relay.status.overview()
             by_dependency = {kind: ages.count for kind, ages in overview.by_dependency.items()}
             relay.metrics.set_pending(
-                {**by_dependency, "none": overview.unverified}, overview.oldest_age_s
+                {**by_dependency, "none": overview.unverified, "copy": overview.copies},
+                overview.oldest_age_s,
             )
             relay.metrics.links.update(relay.peer_links())
         except Exception as exc:  # a scrape still answers the in-memory series

@@ -75,7 +75,8 @@ class RelayMetrics:
         )
         self.pending_by_dependency = Gauge(
             "dfos_relay_pending_by_dependency",
-            "Buffered operations by what they wait for: op, did, or none (not yet verified)",
+            "Buffered operations by what they wait for: op, did, none (not yet verified), "
+            "or copy (another token of a buffered op's CID, waiting beside it)",
             ["dependency"],
             registry=r,
         )

@@ -86,6 +86,8 @@ async def test_metrics_show_pending_by_dependency_oldest_age_and_rejections(
     chain = b.content_create(alice)
     b.content_update(chain)
     await post(client, b.tokens[2:])  # the update waits for alice's keys
+    head, _, signature = b.tokens[2].rpartition(".")
+    await post(client, [f"{head}.{'A' * len(signature)}"])  # a forged copy waits beside it
     future = WorkloadBuilder(seed=173, start_ms=clock.now_ms + 3 * 86_400_000)
     future.identity()
     future.identity()
@@ -96,6 +98,7 @@ async def test_metrics_show_pending_by_dependency_oldest_age_and_rejections(
     assert 'dfos_relay_pending_by_dependency{dependency="did"} 1.0' in text
     assert 'dfos_relay_pending_by_dependency{dependency="op"} 0.0' in text
     assert 'dfos_relay_pending_by_dependency{dependency="none"} 0.0' in text
+    assert 'dfos_relay_pending_by_dependency{dependency="copy"} 1.0' in text
     assert "dfos_relay_pending_oldest_age_seconds 90.0" in text
     assert 'dfos_relay_rejections_total{reason="future-timestamp"} 2.0' in text
     assert 'dfos_relay_rejections_total{reason="malformed"} 1.0' in text
