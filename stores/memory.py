@@ -214,7 +214,10 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         return taken
 
     async def count_pending(self) -> int:
-        return len(self._pending) + sum(map(len, self._copies.values()))
+        return len(self._pending) + self._copy_count()
+
+    def _copy_count(self) -> int:
+        return sum(map(len, self._copies.values()))
 
     async def commit(self, batch: CommitBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
@@ -400,8 +403,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             if oldest is None or (op.since_ms, op.cid) < (oldest.since_ms or 0, oldest.cid):
                 oldest = op
         unverified = len(self._raw) - len(self._pending)
-        copies = sum(map(len, self._copies.values()))
-        return PendingSummary(waiting, older, unverified, oldest, copies)
+        return PendingSummary(waiting, older, unverified, oldest, self._copy_count())
 
     # blobs -----------------------------------------------------------------
     async def get_blob(self, creator_did: str, document_cid: str) -> bytes | None:

@@ -467,15 +467,15 @@ class _Sequencing:
 
     async def _take_copies(self) -> list[tuple[int | None, Submitted]]:
         """The copies of the CIDs whose buffered op was rejected, stored and
-        staged in this session, each to be tried once as the buffer's op."""
+        staged in this session, to be tried as the buffer's op (the store
+        gives each stored copy once a session; a staged one is kept again
+        only by failing to take the CID's place)."""
         cids, self._promote = self._promote, set()
         batch = self.view.batch
         found = {(p.cid, h): p for h, p in await self.view.session.take_copies(cids)}
         found.update({key: p for key, p in batch.copies.items() if key[0] in cids})
         out: list[tuple[int | None, Submitted]] = []
         for key, copy in found.items():
-            if key in self._copy_keys and key not in batch.copies:
-                continue  # tried already, and not kept again
             self._copy_keys.add(key)
             prepared = prepare(copy.jws_token)
             if isinstance(prepared, Submitted):
