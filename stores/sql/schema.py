@@ -47,16 +47,10 @@ from stores.sql.dialect import Dialect
 
 
 @dataclass(frozen=True, slots=True)
-class KeptPendingCount:
-    """A statement only for dialects that keep the pending count in a row."""
+class Only:
+    """A statement for one dialect only (its trigger syntax, PL/pgSQL), as is."""
 
-    sql: str
-
-
-@dataclass(frozen=True, slots=True)
-class Embedded:
-    """A statement only for the embedded dialect (SQLite's trigger syntax)."""
-
+    dialect: str
     sql: str
 
 
@@ -202,15 +196,18 @@ _V5 = [
 # Statement triggers with transition tables keep it exact whoever writes
 # raw_ops (a commit's CTEs, moderation, another worker), and touch the row
 # only when the count moves.
-_V6: list[str | KeptPendingCount] = [
-    KeptPendingCount(
-        "CREATE TABLE raw_ops_pending (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL)"
+_V6: list[str | Only] = [
+    Only(
+        "postgres",
+        "CREATE TABLE raw_ops_pending (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL)",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "INSERT INTO raw_ops_pending (id, n) "
-        "SELECT 1, COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL"
+        "SELECT 1, COUNT(*) FROM raw_ops WHERE waits_for IS NOT NULL",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         """CREATE FUNCTION raw_ops_pending_moved() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         DECLARE delta BIGINT := 0;
@@ -225,22 +222,25 @@ _V6: list[str | KeptPendingCount] = [
                 UPDATE raw_ops_pending SET n = n + delta WHERE id = 1;
             END IF;
             RETURN NULL;
-        END $$"""
+        END $$""",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_ops_pending_insert AFTER INSERT ON raw_ops "
         "REFERENCING NEW TABLE AS new_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_ops_pending_update AFTER UPDATE ON raw_ops "
         "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_ops_pending_delete AFTER DELETE ON raw_ops "
         "REFERENCING OLD TABLE AS old_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_ops_pending_moved()",
     ),
 ]
 
@@ -248,18 +248,20 @@ _V6: list[str | KeptPendingCount] = [
 # of which only one may verify), kept beside the op buffered under the CID
 # and deleted with it by a trigger, whoever deletes it (a commit, a drop by
 # an operator, a purge). On Postgres they count in the kept pending count.
-_V7: list[str | KeptPendingCount | Embedded] = [
+_V7: list[str | Only] = [
     """CREATE TABLE raw_copies (
         cid TEXT NOT NULL,
         token_hash TEXT NOT NULL,
         token TEXT NOT NULL,
         since_ms {BIGINT},
         PRIMARY KEY (cid, token_hash))""",
-    Embedded(
+    Only(
+        "sqlite",
         "CREATE TRIGGER raw_copies_follow AFTER DELETE ON raw_ops "
-        "BEGIN DELETE FROM raw_copies WHERE cid = OLD.cid; END"
+        "BEGIN DELETE FROM raw_copies WHERE cid = OLD.cid; END",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         """CREATE FUNCTION raw_copies_follow() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         BEGIN
@@ -267,14 +269,16 @@ _V7: list[str | KeptPendingCount | Embedded] = [
                 DELETE FROM raw_copies c USING old_rows o WHERE c.cid = o.cid;
             END IF;
             RETURN NULL;
-        END $$"""
+        END $$""",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_copies_follow AFTER DELETE ON raw_ops "
         "REFERENCING OLD TABLE AS old_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_follow()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_follow()",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         """CREATE FUNCTION raw_copies_moved() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         DECLARE delta BIGINT := 0;
@@ -288,22 +292,24 @@ _V7: list[str | KeptPendingCount | Embedded] = [
                 UPDATE raw_ops_pending SET n = n + delta WHERE id = 1;
             END IF;
             RETURN NULL;
-        END $$"""
+        END $$""",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_copies_insert AFTER INSERT ON raw_copies "
         "REFERENCING NEW TABLE AS new_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()",
     ),
-    KeptPendingCount(
+    Only(
+        "postgres",
         "CREATE TRIGGER raw_copies_delete AFTER DELETE ON raw_copies "
         "REFERENCING OLD TABLE AS old_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()"
+        "FOR EACH STATEMENT EXECUTE FUNCTION raw_copies_moved()",
     ),
 ]
 
 # version -> statements; append new versions, never edit released ones.
-MIGRATIONS: dict[int, Sequence[str | KeptPendingCount | Embedded]] = {
+MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
     2: _V2,
     3: _V3,
@@ -331,9 +337,7 @@ def pending_migrations(current: int | None, dialect: Dialect, where: str) -> lis
         stmts = [
             dialect.render(s) if isinstance(s, str) else s.sql
             for s in MIGRATIONS[v]
-            if isinstance(s, str)
-            or (isinstance(s, KeptPendingCount) and dialect.kept_pending_count)
-            or (isinstance(s, Embedded) and dialect.embedded)
+            if isinstance(s, str) or s.dialect == dialect.name
         ]
         stmts.append(f"INSERT INTO schema_version (version) VALUES ({v})")
         steps.append(stmts)
