@@ -17,6 +17,9 @@ MAX_LOG_LIMIT = 1000
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
+# Other tokens of one waiting op's CID kept beside it (copies); only the
+# signer can make more tokens that verify, so a few cover every honest case.
+DEFAULT_MAX_COPIES_PER_OP = 8
 DEFAULT_MAX_REJECTION_NOTES = 100_000  # recent rejections remembered by CID (op status)
 DEFAULT_SYNC_FRAME_LIMIT = 512 * 1024
 DEFAULT_SYNC_MAX_MESSAGE_BYTES = 1024 * 1024
@@ -35,6 +38,7 @@ class RelayConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
+    max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     max_rejection_notes: int = DEFAULT_MAX_REJECTION_NOTES
     verify_threads: int | None = None  # precheck threads; None: one per core (up to 8)
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S

@@ -81,7 +81,7 @@ class Relay:
         self.gate = WriteGate(config.write_policy, self.bans.lookup, config.admin_dids)
         self.ingestor = Ingestor(
             store, clock, config.max_pending, config.max_rejection_notes, self.gate,
-            config.verify_threads,
+            config.verify_threads, max_copies=config.max_copies_per_op,
         )  # fmt: skip
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.ingestor.rejections.add_listener(self.metrics.record_rejections)

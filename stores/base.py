@@ -282,6 +282,8 @@ class StateRows:
     pending: int | None = None  # set when the query asked to count_pending
     # the token buffered under each of the query's ``buffered`` that has one
     buffered: dict[str, str] = field(default_factory=dict)
+    # the token hashes of the copies beside each of those that has any
+    copies: dict[str, set[str]] = field(default_factory=dict)
 
 
 def creator_of(chain: ChainRecord) -> str | None:
@@ -410,6 +412,11 @@ class SequencingSession(Protocol):
     async def take_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
         """The copies buffered beside ``cids``, as (token hash, op); read
         only, and a session takes each copy at most once."""
+        ...
+
+    async def get_copy_hashes(self, cids: Collection[str]) -> dict[str, set[str]]:
+        """The token hashes of the copies buffered beside each of ``cids``
+        that has any (what a per-op cap on copies counts)."""
         ...
 
     async def count_pending(self) -> int:

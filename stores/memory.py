@@ -213,6 +213,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
                     taken.append((token_hash, copy))
         return taken
 
+    async def get_copy_hashes(self, cids: Collection[str]) -> dict[str, set[str]]:
+        return {c: set(copies) for c in cids if (copies := self._copies.get(c))}
+
     async def count_pending(self) -> int:
         return len(self._pending) + self._copy_count()
 

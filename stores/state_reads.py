@@ -20,4 +20,6 @@ async def read_state_stepwise(reads: SequencingSession, query: StateQuery) -> St
     if query.count_pending:
         rows.pending = await reads.count_pending()
     rows.buffered = await reads.get_buffered(query.buffered)
+    if rows.buffered:  # a copy waits only beside a buffered op
+        rows.copies = await reads.get_copy_hashes(rows.buffered.keys())
     return rows

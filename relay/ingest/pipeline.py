@@ -150,11 +150,14 @@ class Ingestor:
         max_rejection_notes: int,
         gate: WriteGate | None = None,
         verify_threads: int | None = None,
+        *,
+        max_copies: int,
     ) -> None:
         self._store = store
         self._pool = PrecheckPool(verify_threads)
         self._clock = clock
         self._max_pending = max_pending
+        self._max_copies = max_copies  # per waiting op (RelayConfig.max_copies_per_op)
         self.rejections = RejectionNotes(store, max_rejection_notes)
         self.gate = gate
         self._lock = asyncio.Lock()
@@ -214,8 +217,9 @@ class Ingestor:
             view = StateView(session)
             view.gate = self.gate
             run = _Sequencing(
-                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked
-            )
+                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked,
+                self._max_copies,
+            )  # fmt: skip
             try:
                 await run.sequence(list(submitted))
             finally:
@@ -272,8 +276,10 @@ class _Sequencing:
         prepared: dict[str, Submitted],
         pool: PrecheckPool,
         prechecked: bool,
+        max_copies: int,
     ) -> None:
         self.view = view
+        self._max_copies = max_copies
         self._pool = pool
         self._prechecked = prechecked  # the first round's ops (a request's) are
         self._prepared = prepared
@@ -376,14 +382,13 @@ class _Sequencing:
             # A token new to the buffer takes a slot; ops replayed from the
             # buffer (index None) already hold theirs.
             if index is not None and holder != sub.token:
+                if self._copies_full(sub, holder):
+                    self._full(index, sub, "too many other tokens of this operation are waiting")
+                    return
                 self._room -= 1
                 if self._room < 0:
                     self._room += 1
-                    full = Rejected(
-                        RejectReason.BUFFER_FULL, "pending buffer is full; resubmit later"
-                    )
-                    self.outcomes[index] = full
-                    self._event(sub, full.reason, full.message)
+                    self._full(index, sub, "pending buffer is full")
                     return
             self._buffer(index, sub, rejected.waits_for, holder)
             return
@@ -391,6 +396,24 @@ class _Sequencing:
         self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+
+    def _full(self, index: int, sub: Submitted, why: str) -> None:
+        """``sub`` is answered ``buffer-full``, and is not kept."""
+        full = Rejected(RejectReason.BUFFER_FULL, f"{why}; resubmit later")
+        self.outcomes[index] = full
+        self._event(sub, full.reason, full.message)
+
+    def _copies_full(self, sub: Submitted, holder: str | None) -> bool:
+        """``sub`` would be a new copy of its CID, and the CID has as many as
+        a waiting op may keep. A token whose signature checks as claimed is
+        never refused so: it takes the buffered op's place (only the signer
+        can make such tokens), and the op it displaces was answered waiting."""
+        if holder is None or (_signed_as_claimed(sub) and sub.cid not in self._checked_holders):
+            return False
+        cid, batch = sub.cid, self.view.batch
+        kept = {h for h in self.view.stored_copies(cid) if (cid, h) not in batch.copies_gone}
+        kept.update(h for c, h in batch.copies if c == cid)
+        return sub.token_hash not in kept and len(kept) >= self._max_copies
 
     def _event(
         self, sub: Submitted, reason: RejectReason, detail: str, *, remember: bool = True

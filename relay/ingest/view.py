@@ -59,6 +59,7 @@ class StateView:
         # the token the store's buffer holds under each CID read (None: none);
         # the session holds the sequencing lock, so it does not change under it
         self._buffered: dict[str, str | None] = {}
+        self._copies: dict[str, set[str]] = {}  # token hashes of the copies beside them
         self.gate: WriteGate | None = None
 
     # prefetch ---------------------------------------------------------------
@@ -112,6 +113,7 @@ class StateView:
             self._rejections[token_hash] = rows.rejections.get(token_hash)
         for cid in query.buffered:
             self._buffered[cid] = rows.buffered.get(cid)
+        self._copies.update(rows.copies)
         return rows.pending
 
     # reads -------------------------------------------------------------------
@@ -135,6 +137,11 @@ class StateView:
         (None: none, or not read: every op's own CID is read with its round,
         unless the session took it from the buffer and so knows it)."""
         return self._buffered.get(cid)
+
+    def stored_copies(self, cid: str) -> set[str]:
+        """The token hashes of the copies the store kept beside ``cid`` when
+        the session began (read with ``buffered_token``; empty if not read)."""
+        return self._copies.get(cid, set())
 
     def learn_buffered(self, cid: str, token: str) -> None:
         """What a read of the buffer itself (``take_waiting``) found."""

@@ -96,6 +96,7 @@ class Queries:
     )
     get_buffered: str = "SELECT cid, token FROM raw_ops WHERE cid {IN}"
     take_copies: str = "SELECT cid, token_hash, token, since_ms FROM raw_copies WHERE cid {IN}"
+    get_copy_hashes: str = "SELECT cid, token_hash FROM raw_copies WHERE cid {IN}"
     any_copies: str = "SELECT EXISTS (SELECT 1 FROM raw_copies)"
     count_copies: str = "SELECT COUNT(*) FROM raw_copies"
     delete_copy: str = "DELETE FROM raw_copies WHERE cid = ? AND token_hash = ?"
@@ -172,7 +173,10 @@ class Queries:
         "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean) "
         # the token buffered under each of the query's ``buffered`` CIDs
         "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        "FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))"
+        "FROM raw_ops WHERE cid = ANY(CAST(? AS text[])) "
+        # and the token hashes of the copies beside them
+        "UNION ALL SELECT 'y', cid, token_hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM raw_copies WHERE cid = ANY(CAST(? AS text[]))"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

@@ -112,7 +112,8 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
-        params.append(self._d.lst(q.buffered))
+        buffered = self._d.lst(q.buffered)
+        params += [buffered, buffered]  # the buffered tokens, and their copies
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
@@ -126,6 +127,12 @@ class SqlSession:
 
     async def get_buffered(self, cids: Collection[str]) -> dict[str, str]:
         return {r[0]: r[1] for r in await self._fetch_in(self._q.get_buffered, cids)}
+
+    async def get_copy_hashes(self, cids: Collection[str]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for row in await self._fetch_in(self._q.get_copy_hashes, cids):
+            out.setdefault(row[0], set()).add(row[1])
+        return out
 
     async def take_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
         taken: list[tuple[str, PendingOp]] = []

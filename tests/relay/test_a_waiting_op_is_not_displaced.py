@@ -10,7 +10,11 @@ dependency arrives, whichever token came first:
 - a waiting identity update is not pushed out by a copy another identity
   signed (its signature checks, but under the wrong identity);
 - a copy that finds the buffer full is told so (it is not kept), while the
-  waiting op sent again while the buffer is full stays buffered."""
+  waiting op sent again while the buffer is full stays buffered;
+- a waiting op keeps at most ``max_copies_per_op`` copies: one more is told
+  ``buffer-full`` (it is not kept), a copy sent again is still waiting, and a
+  token whose signature checks as claimed still takes the buffered op's
+  place."""
 
 from __future__ import annotations
 
@@ -47,10 +51,11 @@ def _chain_with_a_gap(seed: int) -> tuple[Actor, str, list[str]]:
     return author, waiting_cid, list(b.tokens)
 
 
-def _forged(token: str) -> str:
-    """``token`` with a signature by a key that is not the signer's."""
+def _forged(token: str, seed: int = 9) -> str:
+    """``token`` with a signature by a key that is not the signer's (one
+    forgery per ``seed``)."""
     header, payload, _ = token.split(".")
-    other = Ed25519Keypair.from_seed(b"\x09" * 32)
+    other = Ed25519Keypair.from_seed(bytes([seed]) * 32)
     return f"{header}.{payload}.{b64url_encode(other.sign(f'{header}.{payload}'.encode()))}"
 
 
@@ -223,3 +228,68 @@ async def test_a_waiting_copy_outlives_a_restart(store: RelayStore) -> None:
         stored = await again.get_operation(waiting_cid)
         assert stored is not None and stored.jws_token == update2
         assert await again.get_unsequenced(10) == []
+
+
+def _copy_capped(store: RelayStore, cap: int) -> Relay:
+    return create_relay(store, config=RelayConfig(max_copies_per_op=cap))
+
+
+@pytest.mark.parametrize("same_request", [False, True], ids=["later", "same-request"])
+async def test_a_copy_beyond_the_per_op_cap_is_told_buffer_full(
+    store: RelayStore, same_request: bool
+) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(111)
+    first, second, third = (_forged(update2, seed) for seed in (21, 22, 23))
+    relay = _copy_capped(store, 2)
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        if same_request:
+            results = await relay.ingest([first, second, third])
+        else:
+            results = [r for t in (first, second, third) for r in await relay.ingest([t])]
+        assert [r.waits_for is not None for r in results] == [True, True, False]
+        assert results[2].reason is not None and results[2].reason.value == "buffer-full"
+        assert "other tokens of this operation" in (results[2].error or "")
+        again = (await relay.ingest([second]))[0]  # kept already: not one more
+        assert again.waits_for is not None
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 3  # the op and its two copies
+        await _released_by(relay, update1, waiting_cid, update2)
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 0
+
+
+async def test_a_token_that_checks_as_claimed_takes_the_place_at_the_cap(
+    store: RelayStore,
+) -> None:
+    """A forgery is buffered first and another waits beside it, so the cap
+    of one copy is reached; the genuine token still takes the forgery's
+    place, the forgery waiting as a copy, and is sequenced."""
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(112)
+    relay = _copy_capped(store, 1)
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        assert (await relay.ingest([_forged(update2, 31)]))[0].waits_for is not None
+        assert (await relay.ingest([_forged(update2, 32)]))[0].waits_for is not None
+        refused = (await relay.ingest([_forged(update2, 33)]))[0]
+        assert refused.reason is not None and refused.reason.value == "buffer-full"
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        await _released_by(relay, update1, waiting_cid, update2)
+        assert await store.get_unsequenced(10) == []
+
+
+async def test_the_copy_cap_counts_copies_kept_before_a_restart(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(113)
+    before = _copy_capped(store, 1)
+    async with before.running():
+        await before.ingest([update2])  # nothing checkable yet: forgeries wait as copies
+        assert (await before.ingest([_forged(update2, 41)]))[0].waits_for is not None
+    again = reopen(store)
+    after = _copy_capped(again, 1)
+    async with after.running():
+        refused = (await after.ingest([_forged(update2, 42)]))[0]
+        assert refused.reason is not None and refused.reason.value == "buffer-full"
+        await after.ingest([identity, genesis, update1])
+        stored = await again.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2

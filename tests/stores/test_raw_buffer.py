@@ -177,10 +177,22 @@ async def test_copies_leave_with_the_op_buffered_under_their_cid(opened: RelaySt
         assert await s.count_pending() == 0
 
 
-async def test_read_state_answers_the_token_buffered_under_each_cid(
+async def test_read_state_answers_the_token_buffered_under_each_cid_and_its_copies(
     opened: RelayStore,
 ) -> None:
-    await commit(opened, CommitBatch(waiting={"w": PendingOp("w", "tok.w", "op:p")}))
+    """With the token buffered under each CID come the hashes of the copies
+    beside it (what the per-op cap on copies counts), read only."""
+    copies = {("w", "h1"): PendingOp("w", "tok.1", ""), ("w", "h2"): PendingOp("w", "tok.2", "")}
+    await commit(
+        opened,
+        CommitBatch(
+            waiting={"w": PendingOp("w", "tok.w", "op:p"), "v": PendingOp("v", "tok.v", "op:p")},
+            copies=copies,
+        ),
+    )
     async with opened.sequencing() as s:
-        rows = await s.read_state(StateQuery(buffered=frozenset({"w", "x"})))
-        assert rows.buffered == {"w": "tok.w"}
+        rows = await s.read_state(StateQuery(buffered=frozenset({"w", "v", "x"})))
+        assert rows.buffered == {"w": "tok.w", "v": "tok.v"}
+        assert rows.copies == {"w": {"h1", "h2"}}
+        assert await s.get_copy_hashes(["w", "v", "x"]) == {"w": {"h1", "h2"}}
+        assert len(await s.take_copies(["w"])) == 2  # reading the hashes took nothing
