@@ -152,7 +152,9 @@ class Queries:
         "created_at_ms, state, pos FROM ops WHERE cid = ANY(CAST(? AS text[]))), "
         "ch AS (SELECT chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state "
         "FROM chains WHERE chain_id = ANY(CAST(? AS text[]) || "
-        "ARRAY(SELECT chain_id FROM o WHERE kind = 'content-op'))) "
+        "ARRAY(SELECT chain_id FROM o WHERE kind = 'content-op'))), "
+        # the token buffered under each of the query's ``buffered`` CIDs
+        "w AS (SELECT cid, token FROM raw_ops WHERE cid = ANY(CAST(? AS text[]))) "
         "SELECT CAST('o' AS text), cid, token, kind, chain_id, author_did, parent_cid, "
         "CAST(created_at_ms AS text), state, CAST(pos AS text) FROM o "
         "UNION ALL SELECT 'c', chain_id, kind, genesis_cid, head_cid, "
@@ -171,12 +173,10 @@ class Queries:
         # the pending count, kept in a row (Postgres, schema v6), when asked
         "UNION ALL SELECT 'n', CAST(n AS text), NULL, NULL, NULL, NULL, NULL, NULL, "
         "NULL, NULL FROM raw_ops_pending WHERE CAST(? AS boolean) "
-        # the token buffered under each of the query's ``buffered`` CIDs
-        "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        "FROM raw_ops WHERE cid = ANY(CAST(? AS text[])) "
-        # and the token hashes of the copies beside them
+        "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM w "
+        # and the token hashes of the copies beside them (none read when none is)
         "UNION ALL SELECT 'y', cid, token_hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        "FROM raw_copies WHERE cid = ANY(CAST(? AS text[]))"
+        "FROM raw_copies WHERE cid IN (SELECT cid FROM w)"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

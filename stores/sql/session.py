@@ -105,6 +105,7 @@ class SqlSession:
             for values in (
                 q.cids,
                 q.chain_ids,
+                q.buffered,
                 q.key_dids,
                 q.beacon_dids,
                 {target for target, _ in q.pairs},
@@ -112,8 +113,6 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
-        buffered = self._d.lst(q.buffered)
-        params += [buffered, buffered]  # the buffered tokens, and their copies
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
