@@ -26,9 +26,7 @@ import pytest
 from relay import Relay, RelayConfig, create_relay
 from relay.protocol import (
     TYP_CONTENT,
-    Ed25519Keypair,
     b64url_decode,
-    b64url_encode,
     format_timestamp,
     sign_jws,
 )
@@ -36,27 +34,9 @@ from relay.testing.workload import Actor, WorkloadBuilder
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
 from tests.support.relay_api import PAST_MS
+from tests.support.waiting_ops import chain_with_a_gap, forged_signature
 
 MISSING = "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-
-
-def _chain_with_a_gap(seed: int) -> tuple[Actor, str, list[str]]:
-    """The author; update 2's CID; tokens: identity, content genesis,
-    update 1, update 2 (which waits while update 1 is held back)."""
-    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
-    author = b.identity()
-    chain = b.content_create(author)
-    b.content_update(chain)
-    waiting_cid = b.content_update(chain)
-    return author, waiting_cid, list(b.tokens)
-
-
-def _forged(token: str, seed: int = 9) -> str:
-    """``token`` with a signature by a key that is not the signer's (one
-    forgery per ``seed``)."""
-    header, payload, _ = token.split(".")
-    other = Ed25519Keypair.from_seed(bytes([seed]) * 32)
-    return f"{header}.{payload}.{b64url_encode(other.sign(f'{header}.{payload}'.encode()))}"
 
 
 def _signed_by(token: str, other: Actor) -> str:
@@ -80,7 +60,7 @@ async def _released_by(relay: Relay, dependency: str, waiting_cid: str, token: s
 
 
 async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore) -> None:
-    author, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(101)
+    author, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(101)
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest([identity, genesis])
@@ -100,7 +80,7 @@ async def test_a_header_claiming_a_waiting_ops_cid_is_rejected(store: RelayStore
 async def test_a_copy_signed_by_another_identity_does_not_replace_it(store: RelayStore) -> None:
     b = WorkloadBuilder(seed=206, start_ms=PAST_MS)
     other = b.identity()  # not the author (another seed)
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(106)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(106)
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest([identity, genesis, *b.tokens])
@@ -114,8 +94,8 @@ async def test_a_copy_signed_by_another_identity_does_not_replace_it(store: Rela
 async def test_a_forged_copy_does_not_replace_the_waiting_op(
     store: RelayStore, same_request: bool
 ) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(102)
-    forged = _forged(update2)  # same CID; its signature does not check
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(102)
+    forged = forged_signature(update2)  # same CID; its signature does not check
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest([identity, genesis])
@@ -125,7 +105,7 @@ async def test_a_forged_copy_does_not_replace_the_waiting_op(
 
 
 async def test_a_waiting_op_sent_again_to_a_full_buffer_stays(store: RelayStore) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(103)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(103)
     relay = create_relay(store, config=RelayConfig(max_pending=1))
     async with relay.running():
         await relay.ingest([identity, genesis])
@@ -140,13 +120,13 @@ async def test_a_forged_copy_parked_while_the_waiting_op_wakes_gives_way(
     """The forged copy is parked by the request whose genesis wakes the
     buffered chain (update 1, then update 2): the buffered update 2 is tried,
     not left behind waiting for a dependency already met."""
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(105)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(105)
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest([identity])
         await relay.ingest([update1])
         await relay.ingest([update2])
-        await relay.ingest([genesis, _forged(update2)])
+        await relay.ingest([genesis, forged_signature(update2)])
         stored = await store.get_operation(waiting_cid)
         assert stored is not None and stored.jws_token == update2
         assert await store.get_unsequenced(10) == []
@@ -159,8 +139,8 @@ async def test_neither_token_checkable_yet_both_wait_and_the_genuine_one_is_sequ
 ) -> None:
     """The signer's identity has not arrived, so no signature can be checked
     when the two tokens arrive; both wait, and the genuine one is sequenced."""
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(107)
-    forged = _forged(update2)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(107)
+    forged = forged_signature(update2)
     tokens = [forged, update2] if forged_first else [update2, forged]
     relay = create_relay(store)
     async with relay.running():
@@ -201,11 +181,11 @@ async def test_a_waiting_identity_update_outlasts_a_copy_another_identity_signed
 
 
 async def test_a_copy_that_finds_the_buffer_full_is_told_so(store: RelayStore) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(109)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(109)
     relay = create_relay(store, config=RelayConfig(max_pending=1))
     async with relay.running():
         assert (await relay.ingest([update2]))[0].waits_for is not None
-        full = (await relay.ingest([_forged(update2)]))[0]
+        full = (await relay.ingest([forged_signature(update2)]))[0]
         assert full.reason is not None and full.reason.value == "buffer-full"
         await relay.ingest([identity, genesis, update1])
         stored = await store.get_operation(waiting_cid)
@@ -216,10 +196,10 @@ async def test_a_waiting_copy_outlives_a_restart(store: RelayStore) -> None:
     """The forged token is buffered first, the genuine one as its copy; the
     relay restarts (a new handle on the same storage) before the chain
     arrives, and the genuine op is still there to be sequenced."""
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(110)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(110)
     before = create_relay(store)
     async with before.running():
-        await before.ingest([_forged(update2)])
+        await before.ingest([forged_signature(update2)])
         await before.ingest([update2])
     again = reopen(store)
     after = create_relay(again)
@@ -238,8 +218,8 @@ def _copy_capped(store: RelayStore, cap: int) -> Relay:
 async def test_a_copy_beyond_the_per_op_cap_is_told_buffer_full(
     store: RelayStore, same_request: bool
 ) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(111)
-    first, second, third = (_forged(update2, seed) for seed in (21, 22, 23))
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(111)
+    first, second, third = (forged_signature(update2, seed) for seed in (21, 22, 23))
     relay = _copy_capped(store, 2)
     async with relay.running():
         await relay.ingest([identity, genesis])
@@ -266,13 +246,13 @@ async def test_a_token_that_checks_as_claimed_takes_the_place_at_the_cap(
     """A forgery is buffered first and another waits beside it, so the cap
     of one copy is reached; the genuine token still takes the forgery's
     place, the forgery waiting as a copy, and is sequenced."""
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(112)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(112)
     relay = _copy_capped(store, 1)
     async with relay.running():
         await relay.ingest([identity, genesis])
-        assert (await relay.ingest([_forged(update2, 31)]))[0].waits_for is not None
-        assert (await relay.ingest([_forged(update2, 32)]))[0].waits_for is not None
-        refused = (await relay.ingest([_forged(update2, 33)]))[0]
+        assert (await relay.ingest([forged_signature(update2, 31)]))[0].waits_for is not None
+        assert (await relay.ingest([forged_signature(update2, 32)]))[0].waits_for is not None
+        refused = (await relay.ingest([forged_signature(update2, 33)]))[0]
         assert refused.reason is not None and refused.reason.value == "buffer-full"
         assert (await relay.ingest([update2]))[0].waits_for is not None
         await _released_by(relay, update1, waiting_cid, update2)
@@ -280,15 +260,15 @@ async def test_a_token_that_checks_as_claimed_takes_the_place_at_the_cap(
 
 
 async def test_the_copy_cap_counts_copies_kept_before_a_restart(store: RelayStore) -> None:
-    _, waiting_cid, (identity, genesis, update1, update2) = _chain_with_a_gap(113)
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(113)
     before = _copy_capped(store, 1)
     async with before.running():
         await before.ingest([update2])  # nothing checkable yet: forgeries wait as copies
-        assert (await before.ingest([_forged(update2, 41)]))[0].waits_for is not None
+        assert (await before.ingest([forged_signature(update2, 41)]))[0].waits_for is not None
     again = reopen(store)
     after = _copy_capped(again, 1)
     async with after.running():
-        refused = (await after.ingest([_forged(update2, 42)]))[0]
+        refused = (await after.ingest([forged_signature(update2, 42)]))[0]
         assert refused.reason is not None and refused.reason.value == "buffer-full"
         await after.ingest([identity, genesis, update1])
         stored = await again.get_operation(waiting_cid)

@@ -40,11 +40,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relay import create_relay
-from relay.protocol import Ed25519Keypair, b64url_encode, decode_jws, sign_jws
+from relay.protocol import decode_jws, sign_jws
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.backends import make_store, selected_backends
 from tests.support.relay_api import PAST_MS, get_json, log_cids, post
+from tests.support.waiting_ops import forged_signature
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[RelayStore]]
 
@@ -259,10 +260,7 @@ def _forged(token: str, how: int, other: Actor) -> str:
     ``other``'s own kid."""
     decoded = decode_jws(token)
     if how % 2 == 0 or decoded.payload.get("did") == other.did:
-        header, payload, _ = token.split(".")
-        stranger = Ed25519Keypair.from_seed(b"\x07" * 32)
-        signature = stranger.sign(f"{header}.{payload}".encode())
-        return f"{header}.{payload}.{b64url_encode(signature)}"
+        return forged_signature(token, 7)
     return sign_jws({**decoded.header, "kid": other.kid}, decoded.payload, other.keypair)
 
 

@@ -1,0 +1,28 @@
+"""Ops that wait in the pending buffer, and forged copies of them, for the
+tests of the buffer's bounds (built from real signed workloads)."""
+
+from __future__ import annotations
+
+from relay.protocol import Ed25519Keypair, b64url_encode
+from relay.testing.workload import Actor, WorkloadBuilder
+
+from .relay_api import PAST_MS
+
+
+def chain_with_a_gap(seed: int) -> tuple[Actor, str, list[str]]:
+    """The author; update 2's CID; tokens: identity, content genesis,
+    update 1, update 2 (which waits while update 1 is held back)."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    author = b.identity()
+    chain = b.content_create(author)
+    b.content_update(chain)
+    waiting_cid = b.content_update(chain)
+    return author, waiting_cid, list(b.tokens)
+
+
+def forged_signature(token: str, seed: int = 9) -> str:
+    """``token`` (same header and payload, so same CID) with a signature by a
+    key that is not the signer's: one forgery per ``seed``."""
+    header, payload, _ = token.split(".")
+    stranger = Ed25519Keypair.from_seed(bytes([seed]) * 32)
+    return f"{header}.{payload}.{b64url_encode(stranger.sign(f'{header}.{payload}'.encode()))}"
