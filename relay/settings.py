@@ -36,6 +36,8 @@ from relay.config import (
     DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S,
     DEFAULT_MAX_BLOB_BYTES,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_COPIES_PER_OP,
+    DEFAULT_MAX_PENDING,
     DEFAULT_SYNC_FRAME_LIMIT,
     DEFAULT_SYNC_MAX_MESSAGE_BYTES,
     RelayConfig,
@@ -101,6 +103,8 @@ class ServeSettings:
     sync_interval_s: float | None = DEFAULT_SYNC_INTERVAL_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    max_pending: int = DEFAULT_MAX_PENDING
+    max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     verify_threads: int | None = None  # None: one per core (relay.ingest.parallel)
     log_level: str = DEFAULT_LOG_LEVEL
     rate_limit: RateLimit | None = None
@@ -152,6 +156,8 @@ class ServeSettings:
             log=self.log,
             max_body_bytes=self.max_body_bytes,
             max_blob_bytes=self.max_blob_bytes,
+            max_pending=self.max_pending,
+            max_copies_per_op=self.max_copies_per_op,
             verify_threads=self.verify_threads,
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
@@ -477,6 +483,26 @@ OPTIONS: tuple[Option, ...] = (
         _int_in(1),
         f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
         "BYTES",
+    ),
+    Option(
+        "max_pending",
+        "--max-pending",
+        "MAX_PENDING",
+        "value",
+        _int_in(1),
+        "ops kept waiting for a dependency, copies included; one more is answered "
+        f"buffer-full (default {DEFAULT_MAX_PENDING})",
+        "N",
+    ),
+    Option(
+        "max_copies_per_op",
+        "--max-copies-per-op",
+        "MAX_COPIES_PER_OP",
+        "value",
+        _int_in(0),
+        "other tokens of a waiting op's CID kept beside it; one more is answered "
+        f"buffer-full (default {DEFAULT_MAX_COPIES_PER_OP})",
+        "N",
     ),
     Option(
         "verify_threads",

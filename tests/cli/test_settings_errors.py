@@ -23,6 +23,8 @@ BAD_VALUES = {
     "--sync-interval": "-1",
     "--max-body-bytes": "lots",
     "--max-blob-bytes": "-5",
+    "--max-pending": "0",
+    "--max-copies-per-op": "a few",
     "--verify-threads": "0",
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
@@ -149,6 +151,8 @@ def test_flags_win_over_environment_and_defaults_apply() -> None:
     assert parse_settings({}) == ServeSettings()
     threads = parse_settings({"DFOS_RELAY_VERIFY_THREADS": "3"})
     assert threads.relay_config().verify_threads == 3
+    buffer = parse_settings({"DFOS_RELAY_MAX_PENDING": "500", "DFOS_RELAY_MAX_COPIES_PER_OP": "0"})
+    assert (buffer.relay_config().max_pending, buffer.relay_config().max_copies_per_op) == (500, 0)
     assert ServeSettings().relay_config().verify_threads is None  # one per core
 
 
