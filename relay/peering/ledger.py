@@ -63,6 +63,9 @@ Key = tuple[str, str, LinkDirection]
 
 
 class LedgerStore(Protocol):
+    async def get_link(
+        self, peer_url: str, scope_id: str, direction: LinkDirection
+    ) -> LinkRecord | None: ...
     async def put_link(self, record: LinkRecord, operator: bool = False) -> None: ...
     async def list_links(self) -> list[LinkRecord]: ...
     async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
@@ -193,6 +196,7 @@ class LinkLedger:
         for direction in directions:
             self._event(url, direction).clear()
             key = self.key(url, direction)
+            await self._reread_pulled_elsewhere(key)
             self._apply(key, {"state": "paused"})
             await self._write(key, operator=True)
 
@@ -201,6 +205,7 @@ class LinkLedger:
         for direction in directions:
             if self.paused(url, direction):
                 key = self.key(url, direction)
+                await self._reread_pulled_elsewhere(key)
                 self._apply(key, {"state": "initial"}, resume=True)
                 await self._write(key, operator=True)
                 self._event(url, direction).set()
@@ -274,6 +279,23 @@ class LinkLedger:
             if operator:  # retried by the flush task as what it is
                 self._operator_dirty.add(key)
             log.warning("link ledger: cannot write %s: %s", key, exc)
+
+    async def _reread_pulled_elsewhere(self, key: Key) -> None:
+        """An operator's write is of the whole link: for an in-link another
+        process pulls, write that process's progress as the store has it, not
+        this process's copy of it (re-read at each flush, so up to one
+        interval old). A failed read leaves the copy: the puller's next
+        write carries its progress again."""
+        url, scope, direction = key
+        if direction != "in" or url not in self.pulled_elsewhere or self._store is None:
+            return
+        try:
+            stored = await self._store.get_link(url, scope, direction)
+        except StoreError as exc:
+            log.warning("link ledger: cannot read %s: %s", key, exc)
+            return
+        if stored is not None:
+            self._links[key] = stored
 
     def _hear_operators(self, records: list[LinkRecord]) -> None:
         """Pauses and resumes an operator made through another process on the

@@ -87,6 +87,40 @@ async def test_a_process_that_has_not_heard_cannot_undo_a_pause(
     assert await eventually(lambda: other.paused(URL, "in"))
 
 
+async def test_a_pause_through_a_process_that_does_not_pull_keeps_the_pullers_progress(
+    store: RelayStore,
+) -> None:
+    """The operator's process writes the whole in-link, paused: with the
+    progress the pulling process last wrote, not its own older copy (it
+    re-reads pulled links only at its flushes, here far apart)."""
+    await store.open()
+    other = reopen(store)
+    if other is not store:
+        await other.open()
+    puller = LinkLedger(persist_every_ms=EVERY_MS)
+    operated = LinkLedger(persist_every_ms=60_000, pulled_elsewhere=[URL])
+    await puller.start(store)
+    await operated.start(other)
+    try:
+        await puller.update(URL, "in", received_token="e1.42", applied_token="e1.40")
+        await puller.flush()
+        await operated.pause(URL, ["in"])
+        stored = await store.get_link(URL, FULL_SCOPE, "in")
+        assert stored is not None and stored.state == "paused"
+        assert (stored.received_token, stored.applied_token) == ("e1.42", "e1.40")
+        await puller.update(URL, "in", received_token="e1.50")
+        await puller.flush()
+        await operated.resume(URL, ["in"])
+        stored = await store.get_link(URL, FULL_SCOPE, "in")
+        assert stored is not None and (stored.state, stored.received_token) == ("initial", "e1.50")
+    finally:
+        await puller.stop()
+        await operated.stop()
+        if other is not store:
+            await other.close()
+        await store.close()
+
+
 def test_a_pause_through_one_relay_process_pauses_the_other(tmp_path: Path) -> None:
     """Real processes: two ``dfos-relay serve`` on one SQLite file and a
     gossip peer; the operator pauses the out-link through the first, and
