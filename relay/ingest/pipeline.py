@@ -21,12 +21,14 @@ Store-then-verify, folded into one transaction: an op that must wait is
 written to the raw-op buffer by the commit of the session that parked it
 (with the key it waits for); an op sequenced or rejected within its own
 request never gets a buffer row. Another token of a waiting op's CID waits
-beside it as a copy and is tried if that op is rejected (``_buffer``).
+beside it as a copy and is tried if that op is rejected, or is woken and
+waits again (``_buffer``).
 Nothing is answered before that commit, so a crash before it loses nothing
 a sender was told was kept.
 
 ``results[i]`` answers ``tokens[i]`` with the op's final outcome: an op that
-waits and is woken within the same request answers ``new``.
+waits and is woken within the same request answers ``new``, and so does a
+copy tried and sequenced within it.
 """
 
 from __future__ import annotations
@@ -304,9 +306,13 @@ class _Sequencing:
         # CIDs whose buffered op this session parked with its signature
         # checked as claimed: another token does not take its place.
         self._checked_holders: set[str] = set()
-        # CIDs whose buffered op left by rejection: their copies are tried next.
+        # CIDs whose buffered op left by rejection, or was woken and waits
+        # again (for what its copies may not lack): their copies are tried next.
         self._promote: set[str] = set()
+        self._woken: set[str] = set()  # CIDs of ops woken in this session
         self._copy_keys: set[tuple[str, str]] = set()  # (CID, token hash) of copies taken
+        # the request line each copy staged from this session's request answers
+        self._copy_index: dict[tuple[str, str], int] = {}
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -380,8 +386,8 @@ class _Sequencing:
         if rejected.waits_for is not None:
             holder = self._holder(sub.cid)
             # A token new to the buffer takes a slot; ops replayed from the
-            # buffer (index None) already hold theirs.
-            if index is not None and holder != sub.token:
+            # buffer (index None) and copies sent again already hold theirs.
+            if index is not None and holder != sub.token and not self._kept_copy(sub):
                 if self._copies_full(sub, holder):
                     self._full(index, sub, "too many other tokens of this operation are waiting")
                     return
@@ -391,6 +397,8 @@ class _Sequencing:
                     self._full(index, sub, "pending buffer is full")
                     return
             self._buffer(index, sub, rejected.waits_for, holder)
+            if sub.cid in self._woken and self._holder(sub.cid) == sub.token:
+                self._promote.add(sub.cid)
             return
         self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
@@ -403,17 +411,31 @@ class _Sequencing:
         self.outcomes[index] = full
         self._event(sub, full.reason, full.message)
 
+    def _kept_copy(self, sub: Submitted) -> bool:
+        """``sub`` waits as a copy already (staged, or stored and not gone)."""
+        key, batch = (sub.cid, sub.token_hash), self.view.batch
+        if key in batch.copies:
+            return True
+        return sub.token_hash in self.view.stored_copies(sub.cid) and key not in batch.copies_gone
+
     def _copies_full(self, sub: Submitted, holder: str | None) -> bool:
-        """``sub`` would be a new copy of its CID, and the CID has as many as
-        a waiting op may keep. A token whose signature checks as claimed is
-        never refused so: it takes the buffered op's place (only the signer
-        can make such tokens), and the op it displaces was answered waiting."""
-        if holder is None or (_signed_as_claimed(sub) and sub.cid not in self._checked_holders):
+        """Keeping ``sub`` would put one copy more beside its CID's buffered
+        op (``sub`` itself, or the op whose place it takes), and the CID has
+        as many as a waiting op may keep. Never so for a token signed by the
+        signer its payload names, which takes the buffered op's place: only
+        that signer can make such tokens, and the op it displaces was
+        answered waiting. An identity update names no signer, and any known
+        identity's signature checks on it until its chain is known, so its
+        tokens are counted like any copy."""
+        if holder is None:
+            return False
+        displaces = _signed_as_claimed(sub) and sub.cid not in self._checked_holders
+        if displaces and isinstance(sub.payload.get("did"), str):
             return False
         cid, batch = sub.cid, self.view.batch
         kept = {h for h in self.view.stored_copies(cid) if (cid, h) not in batch.copies_gone}
         kept.update(h for c, h in batch.copies if c == cid)
-        return sub.token_hash not in kept and len(kept) >= self._max_copies
+        return len(kept) >= self._max_copies
 
     def _event(
         self, sub: Submitted, reason: RejectReason, detail: str, *, remember: bool = True
@@ -433,15 +455,18 @@ class _Sequencing:
         verify in the end (a forged signature, or one by another identity).
         Neither pushes the other out: a token whose signature checked as
         claimed takes the place of one not known to (which stays as a copy),
-        any other waits as a copy, and when the buffered op is rejected its
-        copies are tried (``_take_copies``). So a token answered as waiting
-        stays buffered until it is decided on its own merit."""
+        any other waits as a copy, and when the buffered op is rejected (or
+        woken and parked again) its copies are tried (``_take_copies``). So
+        a token answered as waiting stays buffered until it is decided on its
+        own merit."""
         batch, cid = self.view.batch, sub.cid
         verified = _signed_as_claimed(sub)
         since = self.now_ms  # unless the store already holds an earlier since for it
         if holder is not None and holder != sub.token:
             if not verified or cid in self._checked_holders:
                 batch.stage_copy(sub.token_hash, PendingOp(cid, sub.token, waits_for, since))
+                if index is not None:  # tried later in this session, it answers that line
+                    self._copy_index[(cid, sub.token_hash)] = index
                 return
             held = batch.waiting.get(cid)
             displaced = PendingOp(cid, holder, "", held.since_ms if held else since)
@@ -469,9 +494,14 @@ class _Sequencing:
         return self.view.buffered_token(cid)
 
     def _drop_copy(self, sub: Submitted) -> None:
-        """``sub`` is no longer a copy, if it was one (staged, or taken)."""
+        """``sub`` is no longer a copy, if it was one (staged, taken, or
+        stored: a copy sent again that now takes the buffered op's place)."""
         key = (sub.cid, sub.token_hash)
-        if key in self.view.batch.copies or key in self._copy_keys:
+        if (
+            key in self.view.batch.copies
+            or key in self._copy_keys
+            or sub.token_hash in self.view.stored_copies(sub.cid)
+        ):
             self.view.batch.drop_copy(*key)
 
     def _leave_buffer(self, index: int | None, sub: Submitted) -> None:
@@ -489,10 +519,11 @@ class _Sequencing:
             self._drop_copy(sub)
 
     async def _take_copies(self) -> list[tuple[int | None, Submitted]]:
-        """The copies of the CIDs whose buffered op was rejected, stored and
-        staged in this session, to be tried as the buffer's op (the store
-        gives each stored copy once a session; a staged one is kept again
-        only by failing to take the CID's place)."""
+        """The copies of the CIDs whose buffered op was rejected, or woken
+        and parked again, stored and staged in this session, to be tried as
+        the buffer's op (the store gives each stored copy once a session; a
+        staged one is kept again only by failing to take the CID's place). A
+        copy a request of this session brought answers that request's line."""
         cids, self._promote = self._promote, set()
         batch = self.view.batch
         found = {(p.cid, h): p for h, p in await self.view.session.take_copies(cids)}
@@ -502,7 +533,7 @@ class _Sequencing:
             self._copy_keys.add(key)
             prepared = prepare(copy.jws_token)
             if isinstance(prepared, Submitted):
-                out.append((None, prepared))
+                out.append((self._copy_index.get(key), prepared))
             else:  # kept copies decoded when they arrived: only a defence
                 batch.drop_copy(*key)
         return out
@@ -541,6 +572,7 @@ class _Sequencing:
             found.extend(await self._take_stored(frontier, next_round))
             frontier = [key for sub in found for key in wake_keys(sub) if key not in seen]
             frontier = list(dict.fromkeys(frontier))
+        self._woken.update(next_round)
         return list(next_round.values())
 
     async def _take_stored(

@@ -13,43 +13,33 @@ dependency arrives, whichever token came first:
   waiting op sent again while the buffer is full stays buffered;
 - a waiting op keeps at most ``max_copies_per_op`` copies: one more is told
   ``buffer-full`` (it is not kept), a copy sent again is still waiting, and a
-  token whose signature checks as claimed still takes the buffered op's
-  place."""
+  token signed by the signer its payload names still takes the buffered op's
+  place; an identity update names none, so other identities' signatures of
+  it count against the cap;
+- when the buffered op is woken and waits again, its copies are tried too
+  (a forgery under a key id the signer never holds waits for the signer's
+  next update for good, while the genuine copy can be sequenced);
+- a copy sent again that now takes the buffered op's place is no longer a
+  copy, and a copy tried and sequenced within its own request answers
+  ``new``."""
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 import pytest
 
 from relay import Relay, RelayConfig, create_relay
 from relay.protocol import (
     TYP_CONTENT,
-    b64url_decode,
     format_timestamp,
     sign_jws,
 )
-from relay.testing.workload import Actor, WorkloadBuilder
+from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
 from tests.support.relay_api import PAST_MS
-from tests.support.waiting_ops import chain_with_a_gap, forged_signature
+from tests.support.waiting_ops import chain_with_a_gap, forged_signature, signed_by
 
 MISSING = "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-
-
-def _signed_by(token: str, other: Actor) -> str:
-    """``token``'s payload (so its CID) signed by ``other`` under its own kid:
-    a signature that checks, by an identity that is not the signer."""
-    header_b64, payload_b64, _ = token.split(".")
-    header = {**_json(header_b64), "kid": other.kid}
-    return sign_jws(header, _json(payload_b64), other.keypair)
-
-
-def _json(segment: str) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(b64url_decode(segment))
-    return value
 
 
 async def _released_by(relay: Relay, dependency: str, waiting_cid: str, token: str) -> None:
@@ -85,7 +75,7 @@ async def test_a_copy_signed_by_another_identity_does_not_replace_it(store: Rela
     async with relay.running():
         await relay.ingest([identity, genesis, *b.tokens])
         await relay.ingest([update2])
-        copy = _signed_by(update2, other)
+        copy = signed_by(update2, other)
         assert (await relay.ingest([copy]))[0].waits_for is not None  # its signature checks
         await _released_by(relay, update1, waiting_cid, update2)
 
@@ -173,7 +163,7 @@ async def test_a_waiting_identity_update_outlasts_a_copy_another_identity_signed
     async with relay.running():
         await relay.ingest([genesis, *o.tokens])
         assert (await relay.ingest([update2]))[0].waits_for is not None
-        assert (await relay.ingest([_signed_by(update2, other)]))[0].waits_for is not None
+        assert (await relay.ingest([signed_by(update2, other)]))[0].waits_for is not None
         await relay.ingest([update1])
         stored = await store.get_operation(update2_cid)
         assert stored is not None and stored.jws_token == update2
@@ -273,3 +263,90 @@ async def test_the_copy_cap_counts_copies_kept_before_a_restart(store: RelayStor
         await after.ingest([identity, genesis, update1])
         stored = await again.get_operation(waiting_cid)
         assert stored is not None and stored.jws_token == update2
+
+
+async def test_copies_are_tried_when_the_buffered_op_wakes_and_waits_again(
+    store: RelayStore,
+) -> None:
+    """Nothing of the author is known when a forgery under a key id the
+    author never holds takes the CID, then the genuine op waits as its copy.
+    The author's chain wakes the forgery, which waits again (for a key the
+    author may add later); the genuine copy is tried and sequenced."""
+    author, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(151)
+    stranger = WorkloadBuilder(seed=152, start_ms=PAST_MS).identity()
+    bogus = signed_by(update2, stranger, kid=f"{author.did}#no-such-key")
+    relay = create_relay(store)
+    async with relay.running():
+        assert (await relay.ingest([bogus]))[0].waits_for is not None
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        results = await relay.ingest([identity, genesis, update1])
+        assert [r.status.value for r in results] == ["new", "new", "new"]
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await store.get_unsequenced(10) == []
+
+
+async def test_a_copy_that_takes_the_place_is_no_longer_a_copy(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(451)
+    relay = _copy_capped(store, 1)
+    async with relay.running():
+        assert (await relay.ingest([forged_signature(update2, 61)]))[0].waits_for is not None
+        assert (await relay.ingest([update2]))[0].waits_for is not None  # a copy: uncheckable
+        await relay.ingest([identity, genesis])  # update 1 is still missing
+        assert (await relay.ingest([update2]))[0].waits_for is not None  # checks: takes the place
+        assert (await store.find_buffered([waiting_cid]))[waiting_cid].jws_token == update2
+        async with store.sequencing() as session:
+            copies = await session.get_copy_hashes([waiting_cid])
+            pending = await session.count_pending()
+        assert (pending, sum(map(len, copies.values()))) == (2, 1)  # the op, the forgery
+        await _released_by(relay, update1, waiting_cid, update2)
+
+
+async def test_a_copy_sequenced_within_its_request_answers_new(store: RelayStore) -> None:
+    """Another identity's signature of update 2 holds the CID; the request
+    bringing the genesis also brings the genuine update 2, kept as its copy.
+    The genesis wakes update 1 and the other signature, which is rejected;
+    the copy is then tried and sequenced, and its line answers so."""
+    b = WorkloadBuilder(seed=551, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    update2_cid = b.rotate(author)
+    genesis, update1, update2 = b.tokens
+    o = WorkloadBuilder(seed=552, start_ms=PAST_MS)
+    other = o.identity()
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest(o.tokens)
+        assert (await relay.ingest([update1]))[0].waits_for is not None  # for the genesis
+        assert (await relay.ingest([signed_by(update2, other)]))[0].waits_for is not None
+        results = await relay.ingest([genesis, update2])
+        assert [r.status.value for r in results] == ["new", "new"]
+        stored = await store.get_operation(update2_cid)
+        assert stored is not None and stored.jws_token == update2
+
+
+async def test_other_identities_signatures_of_an_identity_update_count_against_the_cap(
+    store: RelayStore,
+) -> None:
+    """Each checks, so each takes the buffered update's place in turn; the
+    ones displaced are copies, and the cap bounds them."""
+    b = WorkloadBuilder(seed=351, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    update2_cid = b.rotate(author)
+    genesis, update1, update2 = b.tokens
+    o = WorkloadBuilder(seed=352, start_ms=PAST_MS)
+    others = [o.identity() for _ in range(5)]
+    relay = _copy_capped(store, 1)
+    async with relay.running():
+        await relay.ingest([genesis, *o.tokens])
+        assert (await relay.ingest([update2]))[0].waits_for is not None
+        answers = [(await relay.ingest([signed_by(update2, x)]))[0] for x in others]
+        assert [a.waits_for is not None for a in answers] == [True] + [False] * 4
+        assert all(a.reason is not None and a.reason.value == "buffer-full" for a in answers[1:])
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 2  # one op, one copy
+        await relay.ingest([update1])
+        stored = await store.get_operation(update2_cid)
+        assert stored is not None and stored.jws_token == update2
+        assert await store.get_unsequenced(10) == []

@@ -3,7 +3,10 @@ tests of the buffer's bounds (built from real signed workloads)."""
 
 from __future__ import annotations
 
-from relay.protocol import Ed25519Keypair, b64url_encode
+import json
+from typing import Any
+
+from relay.protocol import Ed25519Keypair, b64url_decode, b64url_encode, sign_jws
 from relay.testing.workload import Actor, WorkloadBuilder
 
 from .relay_api import PAST_MS
@@ -26,3 +29,17 @@ def forged_signature(token: str, seed: int = 9) -> str:
     header, payload, _ = token.split(".")
     stranger = Ed25519Keypair.from_seed(bytes([seed]) * 32)
     return f"{header}.{payload}.{b64url_encode(stranger.sign(f'{header}.{payload}'.encode()))}"
+
+
+def signed_by(token: str, other: Actor, kid: str | None = None) -> str:
+    """``token``'s payload (so its CID) signed by ``other`` under ``kid``
+    (default: ``other``'s own kid, so a signature that checks, by an identity
+    that is not the signer)."""
+    header_b64, payload_b64, _ = token.split(".")
+    header = {**_segment(header_b64), "kid": kid or other.kid}
+    return sign_jws(header, _segment(payload_b64), other.keypair)
+
+
+def _segment(segment: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(b64url_decode(segment))
+    return value
