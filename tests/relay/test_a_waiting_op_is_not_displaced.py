@@ -350,3 +350,19 @@ async def test_other_identities_signatures_of_an_identity_update_count_against_t
         stored = await store.get_operation(update2_cid)
         assert stored is not None and stored.jws_token == update2
         assert await store.get_unsequenced(10) == []
+
+
+async def test_a_copy_sent_again_to_a_full_buffer_is_still_waiting(store: RelayStore) -> None:
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(114)
+    forged = forged_signature(update2, 51)
+    relay = create_relay(store, config=RelayConfig(max_pending=2))
+    async with relay.running():
+        await relay.ingest([identity, genesis])
+        await relay.ingest([update2])
+        assert (await relay.ingest([forged]))[0].waits_for is not None  # the buffer is full now
+        again = (await relay.ingest([forged]))[0]  # kept already: it holds its slot
+        assert again.waits_for is not None and again.reason is not None
+        assert again.reason.value != "buffer-full"
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 2
+        await _released_by(relay, update1, waiting_cid, update2)
