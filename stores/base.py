@@ -443,6 +443,9 @@ class RawOpBuffer(Protocol):
         self, limit: int, after_cid: str | None = None
     ) -> list[PendingOp]: ...
     async def count_unsequenced(self) -> int: ...
+    async def get_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        """The copies kept beside ``cids``, as (token hash, copy): a read."""
+        ...
 
 
 class BlobStore(Protocol):

@@ -213,6 +213,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
                     taken.append((token_hash, copy))
         return taken
 
+    async def get_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        return [(h, copy) for c in cids for h, copy in self._copies.get(c, {}).items()]
+
     async def get_copy_hashes(self, cids: Collection[str]) -> dict[str, set[str]]:
         return {c: set(copies) for c in cids if (copies := self._copies.get(c))}
 
@@ -262,12 +265,15 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
             self._pending[cid] = pending
             self._waiters[pending.waits_for].add(cid)
         for cid, token_hash in batch.copies_gone:
-            copies = self._copies.get(cid)
-            if copies is not None and copies.pop(token_hash, None) is not None and not copies:
-                del self._copies[cid]
+            self._drop_copy(cid, token_hash)
         for (cid, token_hash), copy in batch.kept_copies().items():
             self._copies.setdefault(cid, {}).setdefault(token_hash, copy)
         return len(ops)
+
+    def _drop_copy(self, cid: str, token_hash: str) -> None:
+        copies = self._copies.get(cid)
+        if copies is not None and copies.pop(token_hash, None) is not None and not copies:
+            del self._copies[cid]
 
     def _forget_buffered(self, cid: str) -> None:
         """The op buffered under ``cid`` leaves, and its copies with it."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from stores.base import (
@@ -57,6 +58,9 @@ class MemoryAdmin:
         self._purged: list[PurgedOperation] = []
 
     def _forget_buffered(self, cid: str) -> None:
+        raise NotImplementedError
+
+    def _drop_copy(self, cid: str, token_hash: str) -> None:
         raise NotImplementedError
 
     # bans and purge records ----------------------------------------------------
@@ -105,6 +109,16 @@ class MemoryAdmin:
         for cid in batch.raw_cids:
             dropped += cid in self._raw
             self._forget_buffered(cid)  # and its copies, as the SQL trigger does
+        for cid, token_hash in batch.raw_copies_gone:
+            self._drop_copy(cid, token_hash)
+        for cid, (token_hash, token) in batch.raw_replaced.items():
+            if cid in self._raw:
+                dropped += 1
+                self._raw[cid] = token
+                pending = self._pending.get(cid)
+                if pending is not None:
+                    self._pending[cid] = replace(pending, jws_token=token)
+                self._drop_copy(cid, token_hash)
         return dropped
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:

@@ -58,7 +58,10 @@ class ModerationBatch:
     recorded as ``PurgedOperation`` under ``purged_did`` at ``at_ms``;
     ``chains_removed`` are deleted and ``chains_rewound`` upserted (new head
     and state); ``dids_removed`` lose their identity keys, beacon row and the
-    blobs they created; ``raw_cids`` leave the raw buffer if not sequenced.
+    blobs they created; ``raw_cids`` leave the raw buffer if not sequenced,
+    copies and all. Under each CID of ``raw_replaced`` the buffered op
+    leaves and the named copy (token hash, token) takes its place, waiting
+    for what it waited for; ``raw_copies_gone`` (CID, token hash) leave.
     A batch that removes operations also starts a new changes-feed epoch, as
     the store's seq domain no longer holds what followers were sent.
     """
@@ -70,6 +73,8 @@ class ModerationBatch:
     chains_rewound: list[ChainRecord] = field(default_factory=list)
     dids_removed: set[str] = field(default_factory=set)
     raw_cids: set[str] = field(default_factory=set)
+    raw_replaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    raw_copies_gone: set[tuple[str, str]] = field(default_factory=set)
 
     def is_empty(self) -> bool:
         return not (
@@ -78,13 +83,15 @@ class ModerationBatch:
             or self.chains_rewound
             or self.dids_removed
             or self.raw_cids
+            or self.raw_replaced
+            or self.raw_copies_gone
         )
 
 
 class ModerationSession(Protocol):
     async def apply_moderation(self, batch: ModerationBatch) -> int:
         """Apply ``batch`` atomically and end the session; returns how many raw
-        ops left the buffer."""
+        ops left the buffer (a replaced op counts; copies do not)."""
         ...
 
 

@@ -10,7 +10,9 @@ Removed, for the purged DID X:
 Chains X created and X's identity chain are deleted; other chains that lost
 ops are rewound to the head rule over what remains (highest createdAt, then
 highest CID) with that op's state snapshot. X's identity keys, beacon row
-and the blobs X created go too, and X's ops still in the raw buffer.
+and the blobs X created go too, and X's ops still in the raw buffer. Another
+signer's token of such an op's payload, kept beside it as a copy, stays: it
+takes the op's place (``keep_copies``).
 
 The plan is read from the store and applied in one moderation session, so
 nothing is sequenced in between; the ban is stored before, so nothing of X
@@ -28,7 +30,7 @@ from typing import Protocol
 
 from relay.ingest.policy import signer_of_token
 from relay.rules.heads import head_key
-from stores.base import ChainRecord, OperationRecord, RawOpBuffer
+from stores.base import ChainRecord, OperationRecord, PendingOp, RawOpBuffer
 from stores.moderation import ModerationBatch, ModerationStore
 
 RAW_PAGE = 500
@@ -54,7 +56,7 @@ async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch
         for chain_id in sorted(touched - doomed)
         if (head := await _rewound(store, chain_id, chain_ops, removed)) is not None
     ]
-    return ModerationBatch(
+    batch = ModerationBatch(
         purged_did=did,
         at_ms=at_ms,
         operations=sorted(removed.values(), key=lambda o: (o.seq, o.cid)),
@@ -63,6 +65,8 @@ async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch
         dids_removed={did},
         raw_cids=await buffered_by(store, did),
     )
+    await keep_copies(store, batch, did)
+    return batch
 
 
 def _chain_op(op: OperationRecord) -> bool:
@@ -109,14 +113,39 @@ async def buffered_by(
     after: str | None = None
     while True:
         page = await store.get_unsequenced(RAW_PAGE, after)
-        for pending in page:
-            if did is not None and signer_of_token(pending.cid, pending.jws_token) != did:
-                continue
-            # ops buffered by a commit (they waited at once) carry only since_ms
-            arrived = pending.received_at_ms or pending.since_ms or 0
-            if older_than_ms is not None and arrived > older_than_ms:
-                continue
-            found.add(pending.cid)
+        found.update(p.cid for p in page if _meant(p, did, older_than_ms))
         if len(page) < RAW_PAGE:
             return found
         after = page[-1].cid
+
+
+async def keep_copies(
+    store: RawOpBuffer, batch: ModerationBatch, did: str | None, older_than_ms: int | None = None
+) -> None:
+    """Of the copies kept beside the CIDs ``batch`` drops from the buffer
+    (other tokens of those ops' payloads), the ones the drop does not mean
+    (signed by someone else, or newer) stay, answered waiting as they were:
+    the oldest takes its CID's op's place, the others wait beside it. The
+    copies it means go, with their op."""
+    survivors: dict[str, list[tuple[str, PendingOp]]] = {}
+    gone: set[tuple[str, str]] = set()
+    for token_hash, copy in await store.get_copies(batch.raw_cids):
+        if _meant(copy, did, older_than_ms):
+            gone.add((copy.cid, token_hash))
+        else:
+            survivors.setdefault(copy.cid, []).append((token_hash, copy))
+    for cid, kept in survivors.items():
+        token_hash, heir = min(kept, key=lambda item: (item[1].since_ms or 0, item[0]))
+        batch.raw_cids.discard(cid)
+        batch.raw_replaced[cid] = (token_hash, heir.jws_token)
+        batch.raw_copies_gone.update(key for key in gone if key[0] == cid)
+
+
+def _meant(pending: PendingOp, did: str | None, older_than_ms: int | None) -> bool:
+    """A buffered op or copy a drop of ``did``'s ops and/or of those first
+    buffered at or before ``older_than_ms`` removes (both given: both hold)."""
+    if did is not None and signer_of_token(pending.cid, pending.jws_token) != did:
+        return False
+    # ops buffered by a commit (they waited at once) carry only since_ms
+    arrived = pending.received_at_ms or pending.since_ms or 0
+    return older_than_ms is None or arrived <= older_than_ms

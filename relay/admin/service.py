@@ -28,7 +28,7 @@ from stores.moderation import BanRecord, ModerationBatch
 from .audit import AUDIT_LOGGER, audit
 from .auth import AdminCaller
 from .bans import BanList
-from .purge import buffered_by, plan_purge
+from .purge import buffered_by, keep_copies, plan_purge
 
 MAX_BAN_REASON = 500
 
@@ -154,8 +154,9 @@ class Admin:
         cutoff = None if older_than_s is None else self.host.clock() - older_than_s * 1000
         store = self.host.store
         async with store.moderating() as session:
-            cids = await buffered_by(store, did, cutoff)
-            dropped = await session.apply_moderation(ModerationBatch(raw_cids=cids))
+            batch = ModerationBatch(raw_cids=await buffered_by(store, did, cutoff))
+            await keep_copies(store, batch, did, cutoff)
+            dropped = await session.apply_moderation(batch)
         self._ok("drop-waiting", did=did, older_than_s=older_than_s, dropped=dropped)
         return dropped
 

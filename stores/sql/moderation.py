@@ -57,6 +57,10 @@ class ModerationQueries:
     delete_blobs: str = "DELETE FROM blobs WHERE creator_did {IN}"
     # only ops still unsequenced leave the buffer (a sequenced one is not buffered)
     drop_raw: str = "DELETE FROM raw_ops WHERE cid {IN} RETURNING cid"
+    # a copy takes the place of the op buffered under its CID (which keeps
+    # waiting for what it waited for)
+    replace_raw: str = "UPDATE raw_ops SET token = ? WHERE cid = ? RETURNING cid"
+    drop_copy: str = "DELETE FROM raw_copies WHERE cid = ? AND token_hash = ?"
     reset_epoch: str = (
         "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) "
         "ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch"
@@ -95,11 +99,17 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
     if batch.dids_removed:
         for sql in (mq.delete_keys, mq.delete_beacons, mq.delete_blobs):
             await conn.execute(sql, (d.lst(batch.dids_removed),))
-    if not batch.raw_cids:
-        return 0
-    # fetch, not execute: SQLite defers plain writes to COMMIT, and the count matters
-    dropped = await conn.fetch(mq.drop_raw, (d.lst(batch.raw_cids),))
-    return len(dropped)
+    dropped = 0
+    if batch.raw_cids:
+        # fetch, not execute: SQLite defers plain writes to COMMIT, and the count matters
+        dropped += len(await conn.fetch(mq.drop_raw, (d.lst(batch.raw_cids),)))
+    gone = set(batch.raw_copies_gone)
+    for cid, (token_hash, token) in batch.raw_replaced.items():
+        dropped += len(await conn.fetch(mq.replace_raw, (token, cid)))
+        gone.add((cid, token_hash))
+    if gone:
+        await conn.executemany(mq.drop_copy, sorted(gone))
+    return dropped
 
 
 class SqlModeration:

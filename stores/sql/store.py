@@ -237,6 +237,13 @@ class SqlStore(SqlModeration, SqlLinks):
             rows = await conn.fetch(self._q.unsequenced, (after_cid or "", limit))
         return [R.pending_op(r) for r in rows]
 
+    async def get_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
+        if not cids:
+            return []
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.take_copies, (self._d.lst(cids),))
+        return [R.copy_record(r) for r in rows]
+
     async def count_unsequenced(self) -> int:
         row = await self._one(self._q.count_unsequenced, ())
         return 0 if row is None else int(row[0])

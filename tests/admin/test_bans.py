@@ -15,8 +15,11 @@ from relay.audit import audit_store
 from relay.config import RelayConfig
 from relay.feed import FeedGone, Subscription, filter_from_query
 from relay.rules.outcomes import Status
+from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
+from tests.support.relay_api import PAST_MS
+from tests.support.waiting_ops import signed_by
 
 from .conftest import World
 
@@ -183,3 +186,23 @@ async def test_a_text_field_holding_nul_is_a_400_and_changes_nothing(world: Worl
     assert dropped.status_code == 400 and "NUL" in dropped.json()["error"]
     listed = await world.admin("GET", "/admin/bans")
     assert listed.json() == {"bans": []}
+
+
+async def test_a_purge_keeps_another_signers_copy_of_a_purged_waiting_op(world: World) -> None:
+    """Alice's signature of another identity's waiting update holds its CID;
+    the purge drops it, and the genuine update, kept beside it as a copy,
+    takes its place and is sequenced when update 1 arrives."""
+    b = WorkloadBuilder(seed=71, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    cid = b.rotate(author)
+    genesis, update1, update2 = b.tokens
+    await world.post([genesis])
+    await world.post([update2])
+    await world.post([signed_by(update2, world.alice)])
+    body = await ban(world, world.alice.did, reason="forgery", purge=True)
+    assert body["purge"]["bufferedDropped"] == 1
+    [kept] = await world.relay.store.get_unsequenced(10)
+    assert (kept.cid, kept.jws_token) == (cid, update2)
+    assert [r["status"] for r in await world.post([update1])] == ["new"]
+    assert (await world.client.get(f"/operations/{cid}")).json()["jwsToken"] == update2

@@ -1,9 +1,15 @@
 """Drop buffered (waiting) ops by signer DID, by age, or both: they leave
-the raw buffer for good; ops of other signers and younger ops stay."""
+the raw buffer for good; ops of other signers and younger ops stay, and so
+does another signer's (or a younger) token of a dropped op's payload, kept
+beside it as a copy: it takes the dropped op's place."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from relay.testing.workload import WorkloadBuilder
+from tests.support.relay_api import PAST_MS
+from tests.support.waiting_ops import chain_with_a_gap, forged_signature, signed_by
 
 from .conftest import World
 
@@ -62,3 +68,56 @@ async def test_drop_needs_a_did_or_an_age(world: World) -> None:
     for body in ({}, {"olderThanSeconds": -1}, {"olderThanSeconds": True}, {"did": 3}):
         response = await world.admin("POST", "/admin/waiting/drop", body)
         assert response.status_code == 400, body
+
+
+def identity_update_waiting(seed: int) -> tuple[str, list[str]]:
+    """Update 2's CID; an identity's genesis, update 1 and update 2 (which
+    waits while update 1 is held back)."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    waiting_cid = b.rotate(author)
+    return waiting_cid, list(b.tokens)
+
+
+async def test_dropping_a_signers_op_keeps_another_signers_copy_in_its_place(
+    world: World,
+) -> None:
+    """Alice's signature of another identity's update checks (an identity
+    update names no signer), so it holds the CID and the genuine update
+    waits beside it as a copy; dropping alice's waiting ops keeps the
+    genuine one, which is sequenced when update 1 arrives."""
+    cid, (genesis, update1, update2) = identity_update_waiting(61)
+    await world.post([genesis])
+    await world.post([update2])
+    results = await world.post([signed_by(update2, world.alice)])
+    assert results[0]["reason"] == "missing-previous"
+    assert await drop(world, did=world.alice.did) == 1
+    [kept] = await world.relay.store.get_unsequenced(10)
+    assert (kept.cid, kept.jws_token) == (cid, update2)
+    assert [r["status"] for r in await world.post([update1])] == ["new"]
+    assert (await world.client.get(f"/operations/{cid}")).json()["jwsToken"] == update2
+
+
+async def test_dropping_old_ops_keeps_a_younger_copy_in_their_place(world: World) -> None:
+    _, cid, (identity, genesis, update1, update2) = chain_with_a_gap(62)
+    await world.post([forged_signature(update2, 63)])  # nothing checkable yet: it holds the CID
+    world.clock.advance(600)
+    await world.post([update2])  # a copy, ten minutes younger
+    assert await drop(world, olderThanSeconds=300) == 1
+    [kept] = await world.relay.store.get_unsequenced(10)
+    assert (kept.cid, kept.jws_token) == (cid, update2)
+    await world.post([identity, genesis, update1])
+    assert (await world.client.get(f"/operations/{cid}")).json()["jwsToken"] == update2
+
+
+async def test_a_copy_the_drop_means_goes_with_its_op(world: World) -> None:
+    """Both tokens are old: the CID leaves the buffer whole."""
+    _, _, (_, _, _, update2) = chain_with_a_gap(64)
+    await world.post([forged_signature(update2, 65)])
+    await world.post([update2])
+    world.clock.advance(600)
+    assert await drop(world, olderThanSeconds=300) == 1
+    assert await buffered(world) == set()
+    async with world.relay.store.sequencing() as session:
+        assert await session.count_pending() == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stores.base import CommitBatch, PendingOp, RelayStore, StateQuery
+from stores.moderation import ModerationBatch
 from tests.stores.conftest import append, commit, op
 
 
@@ -196,3 +197,25 @@ async def test_read_state_answers_the_token_buffered_under_each_cid_and_its_copi
         assert rows.copies == {"w": {"h1", "h2"}}
         assert await s.get_copy_hashes(["w", "v", "x"]) == {"w": {"h1", "h2"}}
         assert len(await s.take_copies(["w"])) == 2  # reading the hashes took nothing
+
+
+async def test_an_operator_drop_can_put_a_copy_in_its_ops_place(opened: RelayStore) -> None:
+    """``ModerationBatch.raw_replaced``: the buffered op leaves and the named
+    copy takes its place, waiting for what the op waited for; the other
+    copies stay beside it unless named in ``raw_copies_gone``."""
+    copies = {
+        ("w", "h1"): PendingOp("w", "tok.1", "", 2_000),
+        ("w", "h2"): PendingOp("w", "tok.2", "", 3_000),
+        ("w", "h3"): PendingOp("w", "tok.3", "", 4_000),
+    }
+    primary = PendingOp("w", "tok.w", "op:p", 1_000)
+    await commit(opened, CommitBatch(waiting={"w": primary}, copies=copies))
+    assert sorted(h for h, _ in await opened.get_copies(["w", "x"])) == ["h1", "h2", "h3"]
+    async with opened.moderating() as session:
+        batch = ModerationBatch(raw_replaced={"w": ("h1", "tok.1")}, raw_copies_gone={("w", "h3")})
+        assert await session.apply_moderation(batch) == 1
+    assert await opened.get_unsequenced(10) == [PendingOp("w", "tok.1", "op:p", 1_000)]
+    assert [(h, c.jws_token) for h, c in await opened.get_copies(["w"])] == [("h2", "tok.2")]
+    async with opened.sequencing() as s:
+        assert await s.count_pending() == 2
+        assert [p.jws_token for p in await s.take_waiting(["op:p"])] == ["tok.1"]
