@@ -119,18 +119,19 @@ async def buffered_by(
         after = page[-1].cid
 
 
-async def keep_copies(
-    store: RawOpBuffer, batch: ModerationBatch, did: str | None, older_than_ms: int | None = None
-) -> None:
+async def keep_copies(store: RawOpBuffer, batch: ModerationBatch, did: str | None) -> None:
     """Of the copies kept beside the CIDs ``batch`` drops from the buffer
-    (other tokens of those ops' payloads), the ones the drop does not mean
-    (signed by someone else, or newer) stay, answered waiting as they were:
-    the oldest takes its CID's op's place, the others wait beside it. The
-    copies it means go, with their op."""
+    (other tokens of those ops' payloads), the ones another signer than
+    ``did`` made stay, answered waiting as they were: the oldest takes its
+    CID's op's place, the others wait beside it; ``did``'s go with their op.
+    A drop by age alone takes a CID whole: an op's age is its CID's (how
+    long its payload has waited), and its copies have waited as long."""
+    if did is None:
+        return
     survivors: dict[str, list[tuple[str, PendingOp]]] = {}
     gone: set[tuple[str, str]] = set()
     for token_hash, copy in await store.get_copies(batch.raw_cids):
-        if _meant(copy, did, older_than_ms):
+        if signer_of_token(copy.cid, copy.jws_token) == did:
             gone.add((copy.cid, token_hash))
         else:
             survivors.setdefault(copy.cid, []).append((token_hash, copy))
@@ -142,8 +143,8 @@ async def keep_copies(
 
 
 def _meant(pending: PendingOp, did: str | None, older_than_ms: int | None) -> bool:
-    """A buffered op or copy a drop of ``did``'s ops and/or of those first
-    buffered at or before ``older_than_ms`` removes (both given: both hold)."""
+    """A buffered op a drop of ``did``'s ops and/or of those first buffered at
+    or before ``older_than_ms`` removes (both given: both hold)."""
     if did is not None and signer_of_token(pending.cid, pending.jws_token) != did:
         return False
     # ops buffered by a commit (they waited at once) carry only since_ms

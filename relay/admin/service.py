@@ -155,7 +155,7 @@ class Admin:
         store = self.host.store
         async with store.moderating() as session:
             batch = ModerationBatch(raw_cids=await buffered_by(store, did, cutoff))
-            await keep_copies(store, batch, did, cutoff)
+            await keep_copies(store, batch, did)
             dropped = await session.apply_moderation(batch)
         self._ok("drop-waiting", did=did, older_than_s=older_than_s, dropped=dropped)
         return dropped

@@ -526,10 +526,14 @@ class _Sequencing:
         copy a request of this session brought answers that request's line."""
         cids, self._promote = self._promote, set()
         batch = self.view.batch
-        found = {(p.cid, h): p for h, p in await self.view.session.take_copies(cids)}
+        stored = await self.view.session.take_copies(cids)
+        # not a stored copy this session dropped (one that took its CID's place)
+        found = {(p.cid, h): p for h, p in stored if (p.cid, h) not in batch.copies_gone}
         found.update({key: p for key, p in batch.copies.items() if key[0] in cids})
         out: list[tuple[int | None, Submitted]] = []
         for key, copy in found.items():
+            if copy.jws_token == self._holder(key[0]):
+                continue  # it holds the CID now, and is tried as such
             self._copy_keys.add(key)
             prepared = prepare(copy.jws_token)
             if isinstance(prepared, Submitted):

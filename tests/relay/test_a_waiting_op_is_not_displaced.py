@@ -366,3 +366,26 @@ async def test_a_copy_sent_again_to_a_full_buffer_is_still_waiting(store: RelayS
         async with store.sequencing() as session:
             assert await session.count_pending() == 2
         await _released_by(relay, update1, waiting_cid, update2)
+
+
+async def test_a_copy_sent_again_that_takes_the_place_and_is_sequenced_answers_new(
+    store: RelayStore,
+) -> None:
+    """Nothing of the author is known: forgeries of updates 1 and 2 hold
+    their CIDs, the genuine updates wait beside them as copies. The request
+    bringing the identity and the genesis also brings update 2 again (now
+    checkable: it takes its CID's place, waiting for update 1). The forged
+    update 1 is rejected, the genuine one sequenced, and update 2 with it,
+    as the very token that request's line sent: the line answers new."""
+    _, cid2, (identity, genesis, update1, update2) = chain_with_a_gap(801)
+    kept = (forged_signature(update1, 81), update1, forged_signature(update2, 82), update2)
+    relay = create_relay(store)
+    async with relay.running():
+        for token in kept:  # each waits (nothing checkable): a forgery holds, a copy beside
+            assert (await relay.ingest([token]))[0].waits_for is not None
+        results = await relay.ingest([identity, genesis, update2])
+        stored = await store.get_operation(cid2)
+        assert stored is not None and stored.jws_token == update2
+        assert [r.status.value for r in results] == ["new", "new", "new"]
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 0
