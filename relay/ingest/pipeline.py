@@ -312,7 +312,7 @@ class _Sequencing:
         self._woken: set[str] = set()  # CIDs of ops woken in this session
         self._copy_keys: set[tuple[str, str]] = set()  # (CID, token hash) of copies taken
         # the request line each copy staged from this session's request answers
-        self._copy_index: dict[tuple[str, str], int] = {}
+        self._copy_lines: dict[tuple[str, str], tuple[int, Submitted]] = {}
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -334,6 +334,17 @@ class _Sequencing:
                 round_ += await self._take_copies()
             if self._held:
                 round_ = await self._decide_held(round_)
+        self._answer_copies_left_behind()
+
+    def _answer_copies_left_behind(self) -> None:
+        """A request's token kept as a copy of a CID this session sequenced
+        goes with the CID, untried: its line answers what sending it again
+        would (a different token for a stored CID), not that it waits."""
+        batch = self.view.batch
+        gone = batch.resolved_cids - batch.waiting.keys()
+        for key, (index, sub) in self._copy_lines.items():
+            if key[0] in gone and key in batch.copies and key not in self._copy_keys:
+                self._attempt(index, sub)  # (a copy tried here has its answer)
 
     async def _decide_held(
         self, round_: list[tuple[int | None, Submitted]]
@@ -466,7 +477,7 @@ class _Sequencing:
             if not verified or cid in self._checked_holders:
                 batch.stage_copy(sub.token_hash, PendingOp(cid, sub.token, waits_for, since))
                 if index is not None:  # tried later in this session, it answers that line
-                    self._copy_index[(cid, sub.token_hash)] = index
+                    self._copy_lines[(cid, sub.token_hash)] = (index, sub)
                 return
             held = batch.waiting.get(cid)
             displaced = PendingOp(cid, holder, "", held.since_ms if held else since)
@@ -537,7 +548,8 @@ class _Sequencing:
             self._copy_keys.add(key)
             prepared = prepare(copy.jws_token)
             if isinstance(prepared, Submitted):
-                out.append((self._copy_index.get(key), prepared))
+                line = self._copy_lines.get(key)
+                out.append((line[0] if line else None, prepared))
             else:  # kept copies decoded when they arrived: only a defence
                 batch.drop_copy(*key)
         return out

@@ -389,3 +389,28 @@ async def test_a_copy_sent_again_that_takes_the_place_and_is_sequenced_answers_n
         assert [r.status.value for r in results] == ["new", "new", "new"]
         async with store.sequencing() as session:
             assert await session.count_pending() == 0
+
+
+async def test_a_copy_left_behind_by_its_sequenced_op_is_answered_so(store: RelayStore) -> None:
+    """Updates 1 and 2 wait for the genesis. The request bringing the genesis
+    brings a forgery of update 2 too, which waits (update 1 is not in the
+    log yet) as a copy; the genesis wakes update 1, then update 2, so the
+    CID is sequenced and the copy goes untried. Its line answers what
+    sending it again does (a different token of a stored CID), not that it
+    waits."""
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(115)
+    forged = forged_signature(update2, 52)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity])
+        await relay.ingest([update1])
+        await relay.ingest([update2])
+        results = await relay.ingest([genesis, forged])
+        assert [r.status.value for r in results] == ["new", "rejected"]
+        assert results[1].reason is not None and results[1].reason.value == "cid-conflict"
+        again = (await relay.ingest([forged]))[0]
+        assert again.status.value == "rejected" and again.waits_for is None
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 0
