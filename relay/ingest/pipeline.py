@@ -312,10 +312,13 @@ class _Sequencing:
         self._woken: set[str] = set()  # CIDs of ops woken in this session
         self._copy_keys: set[tuple[str, str]] = set()  # (CID, token hash) of copies taken
         # the request line each copy staged from this session's request answers
-        self._copy_lines: dict[tuple[str, str], tuple[int, Submitted]] = {}
+        self._copy_lines: dict[tuple[str, str], int] = {}
+        self._lines: dict[int, Submitted] = {}  # the request's lines
+        self._settled: set[int] = set()  # lines tried again at the end (at most once)
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
+        self._lines = {index: sub for index, sub in round_ if index is not None}
         while round_:
             round_ = causal_order(round_)
             # The buffer's fill level comes with the first round's reads.
@@ -334,17 +337,37 @@ class _Sequencing:
                 round_ += await self._take_copies()
             if self._held:
                 round_ = await self._decide_held(round_)
-        self._answer_copies_left_behind()
+            if not round_:
+                round_ = self._lines_left_behind()
 
-    def _answer_copies_left_behind(self) -> None:
-        """A request's token kept as a copy of a CID this session sequenced
-        goes with the CID, untried: its line answers what sending it again
-        would (a different token for a stored CID), not that it waits."""
-        batch = self.view.batch
-        gone = batch.resolved_cids - batch.waiting.keys()
-        for key, (index, sub) in self._copy_lines.items():
-            if key[0] in gone and key in batch.copies and key not in self._copy_keys:
-                self._attempt(index, sub)  # (a copy tried here has its answer)
+    def _lines_left_behind(self) -> list[tuple[int | None, Submitted]]:
+        """The request lines answered waiting whose token the commit would
+        not keep buffered (as its CID's op or as a copy beside it): another
+        token of its CID was sequenced, or the same token through another
+        line, and it went untried. Each is tried once more, so its line
+        answers what sending it again would; a line is tried so at most once."""
+        out: list[tuple[int | None, Submitted]] = []
+        for index, sub in self._lines.items():
+            outcome = self.outcomes.get(index)
+            if not isinstance(outcome, Rejected) or outcome.waits_for is None:
+                continue
+            if index not in self._settled and not self._kept(sub):
+                self._settled.add(index)
+                out.append((index, sub))
+        return out
+
+    def _kept(self, sub: Submitted) -> bool:
+        """The commit leaves ``sub``'s token buffered: as its CID's op, or
+        as a copy beside it."""
+        batch, cid = self.view.batch, sub.cid
+        held = batch.waiting.get(cid)
+        if held is not None and held.jws_token == sub.token:
+            return True
+        if cid in batch.resolved_cids and held is None:
+            return False  # the CID leaves the buffer, its copies with it
+        if held is None and self.view.buffered_token(cid) == sub.token:
+            return True
+        return self._kept_copy(sub)
 
     async def _decide_held(
         self, round_: list[tuple[int | None, Submitted]]
@@ -477,7 +500,7 @@ class _Sequencing:
             if not verified or cid in self._checked_holders:
                 batch.stage_copy(sub.token_hash, PendingOp(cid, sub.token, waits_for, since))
                 if index is not None:  # tried later in this session, it answers that line
-                    self._copy_lines[(cid, sub.token_hash)] = (index, sub)
+                    self._copy_lines[(cid, sub.token_hash)] = index
                 return
             held = batch.waiting.get(cid)
             displaced = PendingOp(cid, holder, "", held.since_ms if held else since)
@@ -548,8 +571,7 @@ class _Sequencing:
             self._copy_keys.add(key)
             prepared = prepare(copy.jws_token)
             if isinstance(prepared, Submitted):
-                line = self._copy_lines.get(key)
-                out.append((line[0] if line else None, prepared))
+                out.append((self._copy_lines.get(key), prepared))
             else:  # kept copies decoded when they arrived: only a defence
                 batch.drop_copy(*key)
         return out

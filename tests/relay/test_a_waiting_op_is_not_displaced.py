@@ -21,7 +21,10 @@ dependency arrives, whichever token came first:
   next update for good, while the genuine copy can be sequenced);
 - a copy sent again that now takes the buffered op's place is no longer a
   copy, and a copy tried and sequenced within its own request answers
-  ``new``."""
+  ``new``;
+- a request line is answered waiting only if its token is buffered after
+  the request: one whose CID another token of the request sequenced, or
+  whose token another line sequenced, answers what sending it again would."""
 
 from __future__ import annotations
 
@@ -414,3 +417,46 @@ async def test_a_copy_left_behind_by_its_sequenced_op_is_answered_so(store: Rela
         assert stored is not None and stored.jws_token == update2
         async with store.sequencing() as session:
             assert await session.count_pending() == 0
+
+
+async def test_a_holder_displaced_by_a_token_its_request_sequenced_is_answered_so(
+    store: RelayStore,
+) -> None:
+    """A forged genesis under a key id its signer never holds takes its CID
+    (it waits for the signer's next update); the genuine genesis in the same
+    request is sequenced. The forgery's line answers cid-conflict, not that
+    it waits: nothing of it stays buffered."""
+    b = WorkloadBuilder(seed=116, start_ms=PAST_MS)
+    author = b.identity()
+    b.content_create(author)
+    identity, genesis = b.tokens
+    stranger = WorkloadBuilder(seed=117, start_ms=PAST_MS).identity()
+    forged = signed_by(genesis, stranger, kid=f"{author.did}#no-such-key")
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity])
+        results = await relay.ingest([forged, genesis])
+        assert [r.status.value for r in results] == ["rejected", "new"]
+        assert results[0].reason is not None and results[0].reason.value == "cid-conflict"
+        async with store.sequencing() as session:
+            assert await session.count_pending() == 0
+
+
+async def test_a_token_sent_twice_in_a_request_answers_each_line_finally(
+    store: RelayStore,
+) -> None:
+    """Update 1 waits for the genesis. A request brings update 2 twice and
+    the genesis: both lines of update 2 wait at first, then the genesis
+    wakes update 1, which wakes update 2, sequenced through one line; the
+    other answers duplicate, as it would sent again, and neither says it
+    waits."""
+    _, waiting_cid, (identity, genesis, update1, update2) = chain_with_a_gap(118)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity])
+        assert (await relay.ingest([update1]))[0].waits_for is not None
+        results = await relay.ingest([update2, update2, genesis])
+        assert sorted(r.status.value for r in results[:2]) == ["duplicate", "new"]
+        assert results[2].status.value == "new"
+        stored = await store.get_operation(waiting_cid)
+        assert stored is not None and stored.jws_token == update2
