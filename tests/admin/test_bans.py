@@ -15,11 +15,9 @@ from relay.audit import audit_store
 from relay.config import RelayConfig
 from relay.feed import FeedGone, Subscription, filter_from_query
 from relay.rules.outcomes import Status
-from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
-from tests.support.relay_api import PAST_MS
-from tests.support.waiting_ops import signed_by
+from tests.support.waiting_ops import identity_update_with_a_gap, signed_by
 
 from .conftest import World
 
@@ -192,11 +190,7 @@ async def test_a_purge_keeps_another_signers_copy_of_a_purged_waiting_op(world: 
     """Alice's signature of another identity's waiting update holds its CID;
     the purge drops it, and the genuine update, kept beside it as a copy,
     takes its place and is sequenced when update 1 arrives."""
-    b = WorkloadBuilder(seed=71, start_ms=PAST_MS)
-    author = b.identity()
-    b.rotate(author)
-    cid = b.rotate(author)
-    genesis, update1, update2 = b.tokens
+    cid, (genesis, update1, update2) = identity_update_with_a_gap(71)
     await world.post([genesis])
     await world.post([update2])
     await world.post([signed_by(update2, world.alice)])

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay.testing.workload import WorkloadBuilder
-from tests.support.relay_api import PAST_MS
-from tests.support.waiting_ops import chain_with_a_gap, forged_signature, signed_by
+from tests.support.waiting_ops import (
+    chain_with_a_gap,
+    forged_signature,
+    identity_update_with_a_gap,
+    signed_by,
+)
 
 from .conftest import World
 
@@ -70,16 +73,6 @@ async def test_drop_needs_a_did_or_an_age(world: World) -> None:
         assert response.status_code == 400, body
 
 
-def identity_update_waiting(seed: int) -> tuple[str, list[str]]:
-    """Update 2's CID; an identity's genesis, update 1 and update 2 (which
-    waits while update 1 is held back)."""
-    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
-    author = b.identity()
-    b.rotate(author)
-    waiting_cid = b.rotate(author)
-    return waiting_cid, list(b.tokens)
-
-
 async def test_dropping_a_signers_op_keeps_another_signers_copy_in_its_place(
     world: World,
 ) -> None:
@@ -87,7 +80,7 @@ async def test_dropping_a_signers_op_keeps_another_signers_copy_in_its_place(
     update names no signer), so it holds the CID and the genuine update
     waits beside it as a copy; dropping alice's waiting ops keeps the
     genuine one, which is sequenced when update 1 arrives."""
-    cid, (genesis, update1, update2) = identity_update_waiting(61)
+    cid, (genesis, update1, update2) = identity_update_with_a_gap(61)
     await world.post([genesis])
     await world.post([update2])
     results = await world.post([signed_by(update2, world.alice)])

@@ -40,7 +40,13 @@ from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.stores.conftest import reopen
 from tests.support.relay_api import PAST_MS
-from tests.support.waiting_ops import chain_with_a_gap, forged_signature, signed_by
+from tests.support.waiting_ops import (
+    chain_with_a_gap,
+    forged_signature,
+    identity_update_with_a_gap,
+    other_identities,
+    signed_by,
+)
 
 MISSING = "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
@@ -155,16 +161,11 @@ async def test_a_waiting_identity_update_outlasts_a_copy_another_identity_signed
     """Update 2 waits for update 1 and for the key update 1 introduces, so its
     signature cannot be checked; a copy signed by another (known) identity
     checks, and waits in its place, but fails once update 1 arrives."""
-    b = WorkloadBuilder(seed=208, start_ms=PAST_MS)
-    author = b.identity()
-    b.rotate(author)
-    update2_cid = b.rotate(author)
-    genesis, update1, update2 = b.tokens
-    o = WorkloadBuilder(seed=209, start_ms=PAST_MS)
-    other = o.identity()
+    update2_cid, (genesis, update1, update2) = identity_update_with_a_gap(208)
+    [other], others_known = other_identities(209)
     relay = create_relay(store)
     async with relay.running():
-        await relay.ingest([genesis, *o.tokens])
+        await relay.ingest([genesis, *others_known])
         assert (await relay.ingest([update2]))[0].waits_for is not None
         assert (await relay.ingest([signed_by(update2, other)]))[0].waits_for is not None
         await relay.ingest([update1])
@@ -310,16 +311,11 @@ async def test_a_copy_sequenced_within_its_request_answers_new(store: RelayStore
     bringing the genesis also brings the genuine update 2, kept as its copy.
     The genesis wakes update 1 and the other signature, which is rejected;
     the copy is then tried and sequenced, and its line answers so."""
-    b = WorkloadBuilder(seed=551, start_ms=PAST_MS)
-    author = b.identity()
-    b.rotate(author)
-    update2_cid = b.rotate(author)
-    genesis, update1, update2 = b.tokens
-    o = WorkloadBuilder(seed=552, start_ms=PAST_MS)
-    other = o.identity()
+    update2_cid, (genesis, update1, update2) = identity_update_with_a_gap(551)
+    [other], others_known = other_identities(552)
     relay = create_relay(store)
     async with relay.running():
-        await relay.ingest(o.tokens)
+        await relay.ingest(others_known)
         assert (await relay.ingest([update1]))[0].waits_for is not None  # for the genesis
         assert (await relay.ingest([signed_by(update2, other)]))[0].waits_for is not None
         results = await relay.ingest([genesis, update2])
@@ -333,16 +329,11 @@ async def test_other_identities_signatures_of_an_identity_update_count_against_t
 ) -> None:
     """Each checks, so each takes the buffered update's place in turn; the
     ones displaced are copies, and the cap bounds them."""
-    b = WorkloadBuilder(seed=351, start_ms=PAST_MS)
-    author = b.identity()
-    b.rotate(author)
-    update2_cid = b.rotate(author)
-    genesis, update1, update2 = b.tokens
-    o = WorkloadBuilder(seed=352, start_ms=PAST_MS)
-    others = [o.identity() for _ in range(5)]
+    update2_cid, (genesis, update1, update2) = identity_update_with_a_gap(351)
+    others, others_known = other_identities(352, 5)
     relay = _copy_capped(store, 1)
     async with relay.running():
-        await relay.ingest([genesis, *o.tokens])
+        await relay.ingest([genesis, *others_known])
         assert (await relay.ingest([update2]))[0].waits_for is not None
         answers = [(await relay.ingest([signed_by(update2, x)]))[0] for x in others]
         assert [a.waits_for is not None for a in answers] == [True] + [False] * 4

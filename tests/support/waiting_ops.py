@@ -23,6 +23,25 @@ def chain_with_a_gap(seed: int) -> tuple[Actor, str, list[str]]:
     return author, waiting_cid, list(b.tokens)
 
 
+def identity_update_with_a_gap(seed: int) -> tuple[str, list[str]]:
+    """Update 2's CID; tokens: an identity's genesis, update 1 and update 2
+    (which waits while update 1 is held back, and whose key update 1
+    introduces, so its signature cannot be checked before)."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    author = b.identity()
+    b.rotate(author)
+    waiting_cid = b.rotate(author)
+    return waiting_cid, list(b.tokens)
+
+
+def other_identities(seed: int, count: int = 1) -> tuple[list[Actor], list[str]]:
+    """``count`` identities that sign nothing of the workload: their
+    genesis tokens, to make known before they sign copies."""
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    others = [b.identity() for _ in range(count)]
+    return others, list(b.tokens)
+
+
 def forged_signature(token: str, seed: int = 9) -> str:
     """``token`` (same header and payload, so same CID) with a signature by a
     key that is not the signer's: one forgery per ``seed``."""
