@@ -60,7 +60,6 @@ class ModerationQueries:
     # a copy takes the place of the op buffered under its CID (which keeps
     # waiting for what it waited for)
     replace_raw: str = "UPDATE raw_ops SET token = ? WHERE cid = ? RETURNING cid"
-    drop_copy: str = "DELETE FROM raw_copies WHERE cid = ? AND token_hash = ?"
     reset_epoch: str = (
         "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) "
         "ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch"
@@ -108,7 +107,7 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
         dropped += len(await conn.fetch(mq.replace_raw, (token, cid)))
         gone.add((cid, token_hash))
     if gone:
-        await conn.executemany(mq.drop_copy, sorted(gone))
+        await conn.executemany(q.delete_copy, sorted(gone))
     return dropped
 
 

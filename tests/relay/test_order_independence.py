@@ -40,12 +40,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relay import create_relay
-from relay.protocol import decode_jws, sign_jws
+from relay.protocol import decode_jws
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.backends import make_store, selected_backends
 from tests.support.relay_api import PAST_MS, get_json, log_cids, post
-from tests.support.waiting_ops import forged_signature
+from tests.support.waiting_ops import forged_signature, signed_by
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[RelayStore]]
 
@@ -261,7 +261,7 @@ def _forged(token: str, how: int, other: Actor) -> str:
     decoded = decode_jws(token)
     if how % 2 == 0 or decoded.payload.get("did") == other.did:
         return forged_signature(token, 7)
-    return sign_jws({**decoded.header, "kid": other.kid}, decoded.payload, other.keypair)
+    return signed_by(token, other)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
