@@ -10,9 +10,10 @@ every process on the same schema; the lock is released by COMMIT/ROLLBACK.
 Two processes ingesting forks of one chain therefore run one after the other
 and pick the same heads a single process would.
 
-Log positions. Positions are ``MAX(pos) + 1, + 2, ...`` read *under that
-lock* (READ COMMITTED: each statement sees everything committed before it),
-so they are gapless and assigned in commit order. A session can only assign
+Log positions. Positions are ``head + 1, + 2, ...`` (the head: ``MAX(pos)``
+over live and purged ops) read *under that lock* (READ COMMITTED: each
+statement sees everything committed before it), so they are gapless, never
+given twice, and assigned in commit order. A session can only assign
 positions after the previous session committed and released the lock, hence
 no transaction ever commits a position lower than one already visible: a
 reader paging ``GET /log`` by position never skips an entry.

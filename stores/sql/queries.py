@@ -14,8 +14,14 @@ CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
 _CREATORS = "ARRAY(SELECT CAST(state AS json) ->> 'creator_did' FROM ch WHERE kind = 'content')"
 
 
+# The log's head seq: the highest position given to an op, the purged ones
+# included, so a purge never hands its positions out again (two index reads).
+HEAD_POS = (
+    "(SELECT MAX(p) FROM (SELECT COALESCE(MAX(pos), 0) AS p FROM ops "
+    "UNION ALL SELECT COALESCE(MAX(pos), 0) FROM purged_ops) AS head)"
+)
 # what a commit statement answers: the log's head seq after it
-_COMMIT_ANSWER = "SELECT COALESCE((SELECT MAX(pos) FROM new_ops), (SELECT MAX(pos) FROM ops), 0)"
+_COMMIT_ANSWER = f"SELECT COALESCE((SELECT MAX(pos) FROM new_ops), {HEAD_POS})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +72,8 @@ class Queries:
         "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) "
         "ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch"
     )
-    # positions are gapless 1..n, so the max is the length (no table scan)
-    max_pos: str = "SELECT COALESCE(MAX(pos), 0) FROM ops"
+    # positions are given 1, 2, 3, ... and never again, so the head is the length
+    max_pos: str = f"SELECT {HEAD_POS}"
     # sequencing session: one round trip per collection
     get_ops: str = f"SELECT {OP_COLS} FROM ops WHERE cid {{IN}}"
     get_chains: str = f"SELECT {CHAIN_COLS} FROM chains WHERE chain_id {{IN}}"
@@ -184,7 +190,7 @@ class Queries:
     commit_arrays: str = (
         "WITH new_ops AS ("
         "INSERT INTO ops (pos, cid, token, kind, chain_id, author_did, parent_cid, "
-        "created_at_ms, state) SELECT (SELECT COALESCE(MAX(pos), 0) FROM ops) + u.n, "
+        f"created_at_ms, state) SELECT {HEAD_POS} + u.n, "
         "u.cid, u.token, u.kind, u.chain_id, u.author_did, u.parent_cid, u.at, u.state "
         "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), "

@@ -3,9 +3,10 @@
 Chain history is indexed rows, never a JSON array rewritten per append:
 
 - ``ops``            every sequenced op by CID with its log position (``pos``,
-                     1, 2, 3, ... gapless, assigned in commit order), chain
-                     membership (``chain_id``, ``kind``), parent link and the
-                     state snapshot *after* the op (O(1) state-at-CID for forks)
+                     1, 2, 3, ... in commit order, never reused: only a purge
+                     leaves holes), chain membership (``chain_id``, ``kind``),
+                     parent link and the state snapshot *after* the op (O(1)
+                     state-at-CID for forks)
 - ``chains``         identity/content chains: genesis, head, head state
 - ``identity_keys``  every key an identity ever held, unique per (did, kid, key)
 - ``beacons``        latest beacon per DID
@@ -23,7 +24,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      orders notes by recency (a re-noted CID gets a new ``n``),
                      so the oldest are pruned by one range delete (v3)
 - ``bans``           DIDs whose new ops are refused (v4)
-- ``purged_ops``     the record of every op a purge removed, with its position (v4)
+- ``purged_ops``     the record of every op a purge removed, with its position (v4),
+                     indexed by it (v8): the log's head counts purged positions
 - ``raw_ops.received_at_ms`` when a buffered op first arrived (v4)
 - ``peer_links``     the per-link replication ledger, one row per (peer, scope,
                      direction); pending tokens and diagnostics as JSON text (v5)
@@ -308,6 +310,10 @@ _V7: list[str | Only] = [
     ),
 ]
 
+# The log's head counts purged positions too (they are never given again):
+# its highest purged position is one index read, like the ops' own.
+_V8 = ["CREATE INDEX purged_ops_pos ON purged_ops (pos)"]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -317,6 +323,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     5: _V5,
     6: _V6,
     7: _V7,
+    8: _V8,
 }
 LATEST_VERSION = max(MIGRATIONS)
 

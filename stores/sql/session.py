@@ -10,8 +10,9 @@ runs a statement per table (in-process, a round trip costs next to nothing).
 statement fails, the transaction is rolled back at once — nothing of the
 batch lands. A session that ends without ``commit`` is rolled back.
 
-Log positions continue from ``MAX(pos)`` read inside the locked transaction,
-so they are gapless and in commit order.
+Log positions continue from the head (``MAX(pos)`` over live and purged ops)
+read inside the locked transaction, so they are gapless, in commit order, and
+never given twice.
 """
 
 from __future__ import annotations

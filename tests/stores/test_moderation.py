@@ -130,6 +130,29 @@ async def test_a_log_page_steps_over_purged_positions(opened: RelayStore) -> Non
     assert [e.cid for e in await opened.read_seq_range(0, 6, 2)] == ["c0", "c3"]
 
 
+async def test_a_purged_position_is_never_given_to_a_new_op(opened: RelayStore) -> None:
+    await append(opened, *[op(f"c{i}", at=i + 1) for i in range(4)])
+    doomed = [o for c in ("c2", "c3") if (o := await opened.get_operation(c)) is not None]
+    async with opened.moderating() as session:
+        await session.apply_moderation(ModerationBatch("did:dfos:a", 1, operations=doomed))
+    assert await opened.log_length() == 4  # the head stays where the purged ops were
+    async with opened.sequencing() as session:
+        assert await session.commit(CommitBatch(operations=[op("c4", at=5)])) == 5
+    assert [(e.cid, e.seq) for e in await opened.read_seq_range(0, 10, 10)] == [
+        ("c0", 1), ("c1", 2), ("c4", 5),
+    ]  # fmt: skip
+    assert [p.seq for p in await opened.list_purged()] == [3, 4]
+    if is_durable(opened):  # the head is read again from the files
+        await opened.close()
+        again = reopen(opened)
+        await again.open()
+        try:
+            assert await again.log_length() == 5
+        finally:
+            await again.close()
+        await opened.open()
+
+
 async def test_a_moderation_session_that_is_not_applied_changes_nothing(
     opened: RelayStore,
 ) -> None:
