@@ -44,7 +44,10 @@ def _record(sub: Submitted, did: str, created_at_ms: int) -> OperationRecord:
 
 
 def ingest_beacon(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
-    return _ingest_standalone(sub, view, now_ms, _verify_and_stage_beacon)
+    # Replace-on-newer (WEB-RELAY.md, Ingestion Statuses): another token of a
+    # stored beacon (the same payload signed with another of the DID's keys)
+    # changes nothing, so it is a duplicate once its signature checks.
+    return _ingest_standalone(sub, view, now_ms, _verify_and_stage_beacon, other_token_ok=True)
 
 
 def ingest_artifact(sub: Submitted, view: StateView, now_ms: int) -> Outcome:
@@ -56,9 +59,10 @@ def _ingest_standalone(
     view: StateView,
     now_ms: int,
     verify_and_stage: Callable[[Submitted, StateView, str, int], Outcome],
+    other_token_ok: bool = False,
 ) -> Outcome:
     seen = check_idempotency(sub, view)
-    if seen is not None:
+    if seen is not None and not (other_token_ok and _other_token(seen)):
         return seen
     did = _signer(sub, view)
     if isinstance(did, Rejected):
@@ -67,6 +71,10 @@ def _ingest_standalone(
         return verify_and_stage(sub, view, did, now_ms)
     except ProtocolError as exc:
         return rejection_for(exc)
+
+
+def _other_token(seen: Duplicate | Rejected) -> bool:
+    return isinstance(seen, Rejected) and seen.reason is RejectReason.CID_CONFLICT
 
 
 def _verify_and_stage_beacon(sub: Submitted, view: StateView, did: str, now_ms: int) -> Outcome:

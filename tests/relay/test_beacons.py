@@ -1,5 +1,6 @@
 """WEB-RELAY.md "Ingestion Statuses" (beacons): replace-on-newer; an older or
-equal createdAt answers ``duplicate`` and changes nothing; GET /beacons/{did}."""
+equal createdAt answers ``duplicate`` and changes nothing, another token of
+the stored beacon too once its signature checks; GET /beacons/{did}."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import httpx
 from relay.protocol import decode_jws
 from relay.testing.workload import WorkloadBuilder
 from tests.support.relay_api import PAST_MS, get_json, post, statuses
+from tests.support.waiting_ops import forged_signature
 
 
 async def test_newer_beacon_replaces_older_and_equal_do_not(client: httpx.AsyncClient) -> None:
@@ -31,6 +33,19 @@ async def test_newer_beacon_replaces_older_and_equal_do_not(client: httpx.AsyncC
     [newer] = await post(client, b.tokens[-1:])
     assert newer["status"] == "new"
     assert (await get_json(client, f"/beacons/{alice.did}"))["beaconCID"] == newer["cid"]
+
+
+async def test_another_token_of_a_stored_beacon_must_still_verify(
+    client: httpx.AsyncClient,
+) -> None:
+    b = WorkloadBuilder(seed=72, start_ms=PAST_MS)
+    alice = b.identity()
+    b.beacon(alice, ["c1"])
+    genesis, beacon = b.tokens
+    assert statuses(await post(client, [genesis, beacon])) == ["new", "new"]
+    [result] = await post(client, [forged_signature(beacon)])
+    assert result["status"] == "rejected" and result["error"] == "invalid signature"
+    assert (await get_json(client, f"/beacons/{alice.did}"))["beaconCID"] == result["cid"]
 
 
 async def _created_ms(token: str) -> int:

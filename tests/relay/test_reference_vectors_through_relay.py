@@ -61,3 +61,18 @@ async def test_beacon_vector(client: httpx.AsyncClient) -> None:
     assert body["beaconCID"] == expected["beaconCID"]
     assert body["payload"]["merkleRoot"] == expected["merkleRoot"]
     assert body["payload"]["createdAt"] == expected["createdAt"]
+
+
+@pytest.mark.parametrize("first", ["controllerJws", "witnessJws"])
+async def test_both_tokens_of_the_beacon_vector(client: httpx.AsyncClient, first: str) -> None:
+    """The vector signs one payload with two of the DID's keys: whichever
+    comes second changes nothing and answers ``duplicate``, "even if the CID
+    differs" (WEB-RELAY.md, Ingestion Statuses), so surely when it does not."""
+    vector = _vector("beacon")
+    second = "witnessJws" if first == "controllerJws" else "controllerJws"
+    await post(client, ROTATION["chain"])
+    assert statuses(await post(client, [vector[first]])) == ["new"]
+    [again] = await post(client, [vector[second]])
+    assert again["status"] == "duplicate" and again["cid"] == vector["expected"]["beaconCID"]
+    body = await get_json(client, f"/beacons/{vector['expected']['did']}")
+    assert body["beaconCID"] == vector["expected"]["beaconCID"]
