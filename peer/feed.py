@@ -146,13 +146,25 @@ async def _one_connection(
         async for sse in source.aiter_sse():
             if not sse.event or sse.event == "message":
                 continue
-            data = json.loads(sse.data) if sse.data else {}
+            data = _event_data(url, sse.event, sse.data)
             if sse.event == "error":
                 if data.get("status") == 410:  # the epoch changed while we followed
                     raise _gap(url, data)
                 raise httpx.RemoteProtocolError(f"{url}: feed error: {data.get('error')}")
             token = sse.id or None if sse.event in ("op", "eose") else None
             yield FeedEvent(sse.event, data, token)
+
+
+def _event_data(url: str, event: str, text: str) -> dict[str, Any]:
+    """An event's data: a JSON object, or the connection is broken (retried
+    with backoff, like any other fault of the peer's stream)."""
+    try:
+        data = json.loads(text) if text else {}
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise httpx.RemoteProtocolError(f"{url}: feed event {event!r} is not a JSON object")
+    return data
 
 
 def _raise_for(url: str, response: httpx.Response) -> None:

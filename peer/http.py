@@ -166,7 +166,7 @@ class HttpPeerClient:
             return status, None
         try:
             return status, json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             if 200 <= status < 300:
                 raise PeerMalformedPage(peer_url, f"{method} {path}: body is not JSON") from exc
             return status, None
@@ -205,7 +205,12 @@ class HttpPeerClient:
     async def _read_capped(self, peer_url: str, response: httpx.Response) -> bytes:
         cap = self.limits.max_response_bytes
         declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > cap
+        ):
             raise PeerResponseTooLarge(peer_url, f"declared {declared} bytes > cap {cap}")
         chunks: list[bytes] = []
         size = 0

@@ -143,5 +143,5 @@ def _strings(value: object) -> bool:
 def _json_error(body: bytes) -> str:
     try:
         return _error_text(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""

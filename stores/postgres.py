@@ -171,7 +171,7 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
 
         def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            if payload.isdigit():
+            if payload.isascii() and payload.isdigit():
                 on_head(int(payload))
 
         await conn.add_listener(self._channel, heard)

@@ -112,7 +112,7 @@ def read_tokens(path: Path) -> Iterator[str]:
 def _token_of(path: Path, number: int, line: str) -> str:
     try:
         token = json.loads(line).get("jwsToken")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         token = None
     if not isinstance(token, str):
         raise TransferError(f"{path}:{number}: not a log entry with a jwsToken")

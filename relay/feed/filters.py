@@ -105,7 +105,7 @@ def _chains(raw: Any) -> frozenset[str]:
 def _int(name: str, raw: Any, low: int, high: int) -> int:
     if isinstance(raw, bool):
         raise FeedRequestError(f"{name} must be an integer")
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
         raw = int(raw.strip())
     if not isinstance(raw, int) or not low <= raw <= high:
         raise FeedRequestError(f"{name} must be an integer {low}..{high}")

@@ -149,7 +149,7 @@ class _Socket:
             if len(text) > MAX_WS_MESSAGE_BYTES:
                 raise FeedRequestError(f"message over {MAX_WS_MESSAGE_BYTES} bytes")
             frame = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             await self.send_frame(["NOTICE", "message is not JSON"])
             return
         except FeedRequestError as exc:

@@ -19,7 +19,7 @@ def page_params(request: Request) -> tuple[str | None, int]:
     raw = request.query_params.get("limit")
     if raw is None:
         return after, DEFAULT_LOG_LIMIT
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise ApiError(400, "limit must be a positive integer")
     limit = int(raw)
     if not 1 <= limit <= MAX_LOG_LIMIT:
@@ -43,7 +43,7 @@ def scope_param(request: Request) -> Scope | None:
 async def read_body_capped(request: Request, cap: int) -> bytes:
     """The request body, or 413 once it exceeds ``cap`` bytes."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
     chunks: list[bytes] = []
     size = 0

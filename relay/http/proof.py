@@ -59,7 +59,7 @@ def parse_operations_body(body: bytes) -> list[str]:
     except orjson.JSONDecodeError:
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or "operations" not in data:
         raise ApiError(400, 'request body must be {"operations": [...]}')

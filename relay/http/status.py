@@ -44,7 +44,7 @@ def parse_status_body(body: bytes) -> list[str]:
     """The ``{"cids": [...]}`` body of POST /operations/status, or 400."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or not isinstance(data.get("cids"), list):
         raise ApiError(400, 'request body must be {"cids": [...]}')

@@ -54,7 +54,7 @@ async def post_sync_operations(request: Request) -> JSONResponse:
     body = await read_body_capped(request, MAX_FETCH_BODY_BYTES)
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ApiError(400, "request body is not valid JSON") from exc
     try:
         cids = parse_cids(data)

@@ -27,7 +27,7 @@ def token_seq(token: str | None) -> int | None:
     if token is None:
         return None
     tail = token.rpartition(".")[2]
-    return int(tail) if tail.isdigit() else None
+    return int(tail) if tail.isascii() and tail.isdigit() else None
 
 
 def link_view(record: LinkRecord, now_ms: int, our_head: int) -> LinkView:

@@ -202,7 +202,7 @@ class LiveFollow:
 def _seq_of(token: str) -> int:
     """The seq of a feed token ``<epoch>.<seq>`` (-1 when it is not one)."""
     tail = token.rpartition(".")[2]
-    return int(tail) if tail.isdigit() else -1
+    return int(tail) if tail.isascii() and tail.isdigit() else -1
 
 
 def _before_first(tokens: Iterable[str]) -> str | None:

@@ -45,7 +45,7 @@ class OutLinks:
         self.head = head
         for url in urls:
             stored = self.ledger.get(url, "out").applied_token
-            if stored is not None and stored.isdigit() and int(stored) < head:
+            if stored is not None and stored.isascii() and stored.isdigit() and int(stored) < head:
                 self._floor[url] = int(stored)
             self._report(url)
 

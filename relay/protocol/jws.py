@@ -114,7 +114,9 @@ def _json_object(segment: str, what: str) -> dict[str, object]:
 def token_hash(token: str) -> str:
     """A token's identity among the tokens of one CID (hex SHA-256 of its text):
     two senders' tokens of one payload differ in header or signature."""
-    return hashlib.sha256(token.encode()).hexdigest()
+    # surrogatepass: a token that is not text (a lone surrogate from JSON's
+    # \ud800) still has a hash, for the rejection that names it
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def decode_jws(token: str) -> DecodedJws:
@@ -123,6 +125,8 @@ def decode_jws(token: str) -> DecodedJws:
         raise MalformedError("JWS token must be a string")
     if len(token) > MAX_TOKEN_CHARS:
         raise MalformedError("JWS token exceeds 64 KiB")
+    if not token.isascii():  # base64url segments and dots only
+        raise MalformedError("JWS token must be ASCII")
     parts = token.split(".")
     if len(parts) != 3:
         raise MalformedError("JWS token must have three segments")

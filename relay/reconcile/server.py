@@ -59,7 +59,7 @@ def parse_frame_limit(params: Mapping[str, str], ours: int) -> int:
     raw = params.get("frameLimit")
     if raw is None:
         return ours
-    if not raw.isdigit() or (int(raw) and int(raw) < MIN_FRAME_LIMIT):
+    if not (raw.isascii() and raw.isdigit()) or (int(raw) and int(raw) < MIN_FRAME_LIMIT):
         raise SyncRequestError(400, f"frameLimit must be 0 or an integer >= {MIN_FRAME_LIMIT}")
     theirs = int(raw)
     limits = [x for x in (ours, theirs) if x]
@@ -70,7 +70,7 @@ def _millis(params: Mapping[str, str], name: str, default: int) -> int:
     raw = params.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) >= INFINITY:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) >= INFINITY:
         raise SyncRequestError(400, f"{name} must be a Unix time in milliseconds")
     return int(raw)
 

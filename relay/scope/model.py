@@ -121,6 +121,8 @@ def _from_json(file: Path, text: str) -> Scope:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScopeError(f"scope file {str(file)!r} is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ScopeError(f"scope file {str(file)!r} is nested too deeply") from None
     if isinstance(data, list):
         return parse_scope(data)
     if isinstance(data, dict):

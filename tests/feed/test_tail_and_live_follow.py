@@ -114,6 +114,25 @@ async def test_websocket_subscriptions_tail_and_follow_live(served: Served) -> N
         assert err[3]["status"] == 400 and "unknown kinds" in err[3]["error"]
 
 
+async def test_a_websocket_message_that_is_not_a_request_gets_a_notice(served: Served) -> None:
+    """Each bad message is answered on its own; the socket keeps serving."""
+    bad = {
+        "not json": "message is not JSON",
+        "[" * 5000 + "]" * 5000: "message is not JSON",  # nested past any parser's recursion
+        '{"CHANGES": 1}': "expected",
+        '["CHANGES", ""]': "subId",
+        '["SUBSCRIBE", "s", {}]': "unknown message",
+    }
+    async with websockets.connect(served.ws_url) as ws:
+        for message, notice in bad.items():
+            await ws.send(message)
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert frame[0] == "NOTICE" and frame[1].startswith(notice), (message[:20], frame)
+        await ws.send(json.dumps(["CHANGES", "ok", {"since": 0}]))
+        frames = await ws_frames_until(ws, "ok", "EOSE")
+        assert frames[0][2] == "STATUS"
+
+
 async def test_head_answers_the_stream_headers_without_a_body(served: Served) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         answer = await http.head(f"{served.url}/changes?live=true")

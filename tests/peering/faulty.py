@@ -16,6 +16,7 @@ FAULTS = (
     "timeout",
     "status-500",
     "malformed-json",
+    "deep-json",
     "wrong-shape",
     "huge-page",
     "tampered",
@@ -44,6 +45,8 @@ def faulty_peer(fault: str, tokens: Sequence[str] = (), hang_s: float = 30.0) ->
             return JSONResponse({"error": "boom"}, status_code=500)
         if fault == "malformed-json":
             return Response(b'{"entries": [', media_type="application/json")
+        if fault == "deep-json":  # valid JSON, nested deeper than a parser recurses
+            return Response(b"[" * 5000 + b"]" * 5000, media_type="application/json")
         if fault == "wrong-shape":
             return JSONResponse({"entries": "nope", "cursor": 7})
         if fault == "huge-page":

@@ -177,7 +177,14 @@ async def test_an_unknown_protocol_version_gets_the_downgrade_reply(
 
 @pytest.mark.parametrize(
     "body",
-    [b"not json", b"[]", b'{"cids": "x"}', b'{"cids": ["not-a-cid"]}', b'{"cids": [1]}'],
+    [
+        b"not json",
+        b"[]",
+        b"[" * 5000 + b"]" * 5000,
+        b'{"cids": "x"}',
+        b'{"cids": ["not-a-cid"]}',
+        b'{"cids": [1]}',
+    ],
 )
 async def test_bad_operation_fetches_get_400(http: httpx.AsyncClient, body: bytes) -> None:
     response = await http.post("/sync/operations", content=body)

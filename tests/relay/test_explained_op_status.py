@@ -158,6 +158,7 @@ async def test_batch_status_answers_each_position(served: Served) -> None:
     [
         pytest.param(b"{nope", id="not-json"),
         pytest.param(b"[]", id="not-an-object"),
+        pytest.param(b"[" * 5000 + b"]" * 5000, id="nested-too-deep"),
         pytest.param(b'{"operations": []}', id="no-cids"),
         pytest.param(b'{"cids": "bafy"}', id="not-a-list"),
         pytest.param(b'{"cids": []}', id="empty"),

@@ -86,7 +86,17 @@ async def test_paging_default_100_max_1000_and_cursor(client: httpx.AsyncClient)
 
 @pytest.mark.parametrize(
     "query",
-    ["limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=1.5", "after=not-a-cid", "limit="],
+    [
+        "limit=0",
+        "limit=1001",
+        "limit=abc",
+        "limit=-1",
+        "limit=1.5",
+        "after=not-a-cid",
+        "limit=",
+        "limit=%C2%B2",  # a digit to str.isdigit, not to int()
+        "limit=%D9%A3",  # an Arabic-Indic three: a decimal, but not ours
+    ],
 )
 async def test_bad_paging_parameters_are_400(client: httpx.AsyncClient, query: str) -> None:
     response = await client.get(f"/log?{query}")

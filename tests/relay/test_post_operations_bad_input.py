@@ -39,6 +39,7 @@ def _assert_json_error(response: httpx.Response, status: int) -> None:
         pytest.param(b'{"operations": []}', id="empty-array"),
         pytest.param(b'{"operations": [1, 2]}', id="non-string-items"),
         pytest.param(b'{"operations": ["a", {"x": 1}]}', id="mixed-item-types"),
+        pytest.param(b'{"operations": ' + b"[" * 5000 + b"]" * 5000 + b"}", id="nested-too-deep"),
         pytest.param(
             json.dumps({"operations": ["x"] * (MAX_OPERATIONS_PER_REQUEST + 1)}).encode(),
             id="over-100-items",
@@ -93,6 +94,25 @@ async def test_malformed_token_is_rejected_on_its_own_line(client: httpx.AsyncCl
     for r in (results[1], results[2], results[5]):
         assert r["error"]
     assert results[3]["chainId"] == chain.content_id
+
+
+async def test_a_token_that_is_not_text_is_rejected_on_its_own_line(
+    client: httpx.AsyncClient,
+) -> None:
+    """JSON can carry a lone surrogate (``"\\ud800"``), which no UTF-8 encoder
+    takes: that line is malformed, and the lines around it are answered."""
+    b = WorkloadBuilder(seed=12, start_ms=PAST_MS)
+    alice = b.identity()
+    b.content_create(alice)
+    genesis, content = b.tokens
+    head, payload, signature = content.split(".")
+    lines = [json.dumps(genesis), '"\\ud800"', f'"{head}.{payload}.{signature}\\udc80"']
+    body = '{"operations": [' + ", ".join([*lines, json.dumps(content)]) + "]}"
+    response = await client.post("/operations", content=body.encode())
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert statuses(results) == ["new", "rejected", "rejected", "new"]
+    assert results[1]["error"] == results[2]["error"] == "malformed token: JWS token must be ASCII"
 
 
 _json_values = st.recursive(

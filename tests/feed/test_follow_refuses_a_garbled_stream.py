@@ -1,0 +1,39 @@
+"""The feed client (``peer.feed.follow``) against a peer whose stream is
+garbled: an event whose data is not a JSON object breaks the connection like
+any other fault of the stream (retried with backoff, then a typed error),
+never a stray ``ValueError`` out of the follower."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from peer.feed import FeedClientError, FollowOptions, follow
+
+GARBLED = {
+    "not-json": "not json",
+    "not-an-object": "[1, 2]",
+    "nested-too-deep": "[" * 5000 + "]" * 5000,
+}
+
+
+def _peer(data: str) -> Starlette:
+    async def changes(request: Request) -> Response:
+        body = f"event: op\nid: e.1\ndata: {data}\n\n"
+        return Response(body, media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/changes", changes)])
+
+
+@pytest.mark.parametrize("data", GARBLED.values(), ids=GARBLED.keys())
+async def test_an_event_that_is_not_a_json_object_is_a_stream_fault(data: str) -> None:
+    transport = httpx.ASGITransport(app=_peer(data))
+    options = FollowOptions(live=False, max_retries=1, backoff_base_s=0.01)
+    async with httpx.AsyncClient(transport=transport) as http:
+        with pytest.raises(FeedClientError, match=r"gave up after 2 failures.*not a JSON object"):
+            async for _ in follow("http://peer.test", options=options, client=http):
+                raise AssertionError("no event should come out of a garbled stream")
