@@ -16,10 +16,16 @@ sequencing session), so for an op whose function decision is not known yet
 it raises ``Held``; the sequencer collects a round's held ops, awaits
 ``decide`` once for all of them (each call in a worker thread, or awaited if
 the function is async, all concurrently) and attempts them again. A call
-that raises, returns anything else, or is not done within ``timeout_s``
-refuses its op with ``policy-error``: a round waits at most ``timeout_s``,
-so a slow or hung policy never stalls the sequencer. Every refusal is
-transient (not recorded): the same op may pass once the ban or policy changes.
+that raises (anything, ``SystemExit`` included), returns anything else, or
+is not done within ``timeout_s`` refuses its op with ``policy-error``. A
+round waits at most ``timeout_s``, and a whole sequencing session at most
+``SESSION_BUDGET_ROUNDS`` times that: a chain whose every op waits for its
+parent's decision cannot hold the sequencer a round per op. A call past its
+timeout keeps its thread (Python cannot stop one); when hung calls hold
+every thread of the pool, new calls go to a fresh pool, and once
+``MAX_STUCK_CALLS`` hang at once, ops are refused without a call until some
+return. Every refusal is transient (not recorded): the same op may pass once
+the ban or policy changes, or the policy answers in time.
 
 Not done here: bans are looked up through ``banned`` (a cache kept fresh by
 the engine); a policy that holds the GIL in a busy loop cannot be bounded.
@@ -31,8 +37,10 @@ import asyncio
 import importlib
 import inspect
 import logging
+import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -44,7 +52,9 @@ from stores.base import OperationRecord
 log = logging.getLogger("dfos_relay.policy")
 
 DEFAULT_POLICY_TIMEOUT_S = 1.0
-POLICY_THREADS = 4  # hung calls pile up here; later ones then time out too
+POLICY_THREADS = 4  # per pool; a pool whose threads all hang is replaced
+MAX_STUCK_CALLS = 32  # calls past their timeout still running, in all pools
+SESSION_BUDGET_ROUNDS = 2  # a session waits on the policy at most this many timeouts
 OP_KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
 
 
@@ -144,7 +154,8 @@ class WriteGate:
         self._exempt = set(exempt)
         # decisions of the function for this session's ops; see ``forget``
         self._decisions: dict[str, Rejected | None] = {}
-        self._executor: ThreadPoolExecutor | None = None
+        self._waited_s = 0.0  # this session's wait on the function
+        self._threads = _PolicyThreads()
 
     def exempt(self, did: str) -> None:
         self._exempt.add(did)
@@ -188,52 +199,132 @@ class WriteGate:
         function = self.policy.function
         if function is None or not held:
             return
+        undecided = [(op, payload) for op, payload in held if op.cid not in self._decisions]
+        if not undecided:
+            return
+        timeout = min(self.policy.timeout_s, self._budget_s())
+        session = self.policy.timeout_s * SESSION_BUDGET_ROUNDS
+        spent = _error(f"no decision within this session's {session:g}s for the policy")
+        if timeout <= 0:
+            self._decisions.update((op.cid, spent) for op, _ in undecided)
+            return
         calls = {
             op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload)))
-            for op, payload in held
-            if op.cid not in self._decisions
+            for op, payload in undecided
         }
-        if not calls:
-            return
-        timeout = self.policy.timeout_s
+        started = time.monotonic()
         _, late = await asyncio.wait(calls.values(), timeout=timeout)
+        self._waited_s += time.monotonic() - started
         for cid, call in calls.items():
             if call in late:
                 call.cancel()
                 log.warning("write policy %s timed out on %s", self.policy.name, cid)
-                self._decisions[cid] = _error(f"no decision within {timeout:g}s")
-            elif (exc := call.exception()) is not None:
-                log.warning("write policy %s raised on %s: %r", self.policy.name, cid, exc)
-                self._decisions[cid] = _error(f"{type(exc).__name__}: {exc}")
+                cut = timeout < self.policy.timeout_s  # by the session's budget
+                self._decisions[cid] = spent if cut else _error(f"no decision within {timeout:g}s")
+            elif call.cancelled():
+                self._decisions[cid] = _error("the call was cancelled")
             else:
-                self._decisions[cid] = _interpret(call.result())
+                self._decisions[cid] = _interpret(self.policy.name, cid, call.result())
+
+    def _budget_s(self) -> float:
+        return self.policy.timeout_s * SESSION_BUDGET_ROUNDS - self._waited_s
 
     async def _call(self, function: PolicyFunction, op: VerifiedOp) -> object:
-        result: object
-        if inspect.iscoroutinefunction(function):
-            result = function(op, op.signer)
-        else:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(POLICY_THREADS, "write-policy")
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self._executor, _invoke, function, op)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        """The function's answer, or ``_Raised`` with whatever it raised
+        (``SystemExit`` included: operator code must not end the relay)."""
+        try:
+            result: object
+            if inspect.iscoroutinefunction(function):
+                result = function(op, op.signer)
+            else:
+                if self._threads.stuck >= MAX_STUCK_CALLS:
+                    return _Raised(RuntimeError(f"{self._threads.stuck} earlier calls still hang"))
+                result = await self._threads.run(function, op)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # our timeout, or the relay stopping
+            return _Raised(asyncio.CancelledError("cancelled inside the policy"))
+        except BaseException as exc:  # any failure of operator code is its op's
+            return _Raised(exc)
 
     def forget(self) -> None:
         """End of a sequencing session: decisions are not kept across sessions."""
         self._decisions.clear()
+        self._waited_s = 0.0
 
     def close(self) -> None:
         """Stop the worker threads (a hung call is abandoned, not joined)."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        self._threads.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    """What a policy call raised, carried as its answer."""
+
+    exc: BaseException
+
+
+class _PolicyThreads:
+    """Worker threads for a synchronous policy function. A call past its
+    timeout cannot be stopped, so its thread is written off until it returns;
+    when such calls hold every thread of the pool, a fresh pool takes the new
+    calls (``stuck`` counts them, in all pools, for ``MAX_STUCK_CALLS``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # stuck calls return on their own threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._stuck_in_pool = 0
+        self.stuck = 0
+
+    async def run(self, function: PolicyFunction, op: VerifiedOp) -> object:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(POLICY_THREADS, "write-policy")
+                self._stuck_in_pool = 0
+            pool = self._pool
+        future = pool.submit(_invoke, function, op)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            self._abandon(future, pool)
+            raise
+
+    def _abandon(self, future: Future[object], pool: ThreadPoolExecutor) -> None:
+        if future.cancel():
+            return  # it had not started: no thread is held
+        with self._lock:
+            if future.done():
+                return
+            self.stuck += 1
+            if pool is self._pool:
+                self._stuck_in_pool += 1
+                if self._stuck_in_pool >= POLICY_THREADS:
+                    self._pool = None  # every thread hangs: new calls get a new pool
+                    pool.shutdown(wait=False)
+        future.add_done_callback(lambda _: self._returned(pool))
+
+    def _returned(self, pool: ThreadPoolExecutor) -> None:
+        with self._lock:
+            self.stuck -= 1
+            if pool is self._pool:
+                self._stuck_in_pool -= 1
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _invoke(function: PolicyFunction, op: VerifiedOp) -> object:
-    return function(op, op.signer)
+    try:
+        return function(op, op.signer)
+    except BaseException as exc:  # SystemExit too: it must not reach the event loop
+        return _Raised(exc)
 
 
 def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
@@ -243,7 +334,11 @@ def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
     )  # fmt: skip
 
 
-def _interpret(result: object) -> Rejected | None:
+def _interpret(name: str, cid: str, result: object) -> Rejected | None:
+    if isinstance(result, _Raised):
+        exc = result.exc
+        log.warning("write policy %s raised on %s: %r", name, cid, exc)
+        return _error(f"{type(exc).__name__}: {exc}")
     if result is None or result is True:
         return None
     if result is False:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import sys
+import threading
 import time
 
 from relay.ingest.policy import VerifiedOp
 
 CALLS: list[tuple[str, str, str]] = []  # (cid, kind, signer) seen by ``recording``
 SLOW: set[str] = set()  # signers ``slow_for_some`` sleeps on
+RELEASE = threading.Event()  # what ``hang_for_some`` waits for (set by the test's end)
+PACE_S = 0.2  # how long ``paced`` takes per call
 
 
 def refuse_beacons(op: VerifiedOp, signer: str) -> str | None:
@@ -21,6 +26,35 @@ def refuse_all(op: VerifiedOp, signer: str) -> bool:
 
 def explode(op: VerifiedOp, signer: str) -> None:
     raise RuntimeError("boom")
+
+
+def exits(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":
+        sys.exit(1)
+
+
+def interrupts(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":
+        raise KeyboardInterrupt
+
+
+def cancelled(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":  # what .result() of a cancelled future raises
+        raise concurrent.futures.CancelledError
+
+
+async def exits_async(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":
+        sys.exit(1)
+
+
+def hang_for_some(op: VerifiedOp, signer: str) -> None:
+    if signer in SLOW:
+        RELEASE.wait(30)
+
+
+def paced(op: VerifiedOp, signer: str) -> None:
+    time.sleep(PACE_S)
 
 
 def ill_typed(op: VerifiedOp, signer: str) -> int:

@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from relay.config import RelayConfig
-from relay.ingest.policy import PolicyFunction, WritePolicy
+from relay.ingest.policy import (
+    POLICY_THREADS,
+    SESSION_BUDGET_ROUNDS,
+    PolicyFunction,
+    WritePolicy,
+)
 from stores.base import RelayStore
 
 from . import policies
@@ -119,6 +124,74 @@ async def test_a_slow_policy_is_bounded_and_never_stalls_the_sequencer(world: Wo
         assert time.monotonic() - started < 2
     finally:
         policies.SLOW.clear()
+
+
+@pytest.mark.parametrize(
+    ("function", "text"),
+    [
+        (policies.exits, "SystemExit: 1"),
+        (policies.interrupts, "KeyboardInterrupt"),
+        (policies.cancelled, "CancelledError"),
+        (policies.exits_async, "SystemExit: 1"),
+    ],
+    ids=["sys-exit", "keyboard-interrupt", "cancelled-error", "async-sys-exit"],
+)
+async def test_whatever_a_policy_raises_refuses_its_op_only(
+    world: World, function: PolicyFunction, text: str
+) -> None:
+    """Operator code cannot end the relay or fail a request: the op it
+    raised on is refused, the batch around it proceeds."""
+    use(world, function)
+    b = world.builder
+    first = token_of(world, lambda: b.artifact(world.bob))
+    beacon = world.beacon(world.alice)
+    second = token_of(world, lambda: b.artifact(world.alice))
+    results = await world.post([first, beacon, second])
+    assert [r["status"] for r in results] == ["new", "rejected", "new"]
+    assert results[1]["reason"] == "policy-error" and text in results[1]["error"]
+    assert (await line(world, world.beacon(world.bob)))["reason"] == "policy-error"  # still up
+
+
+async def test_calls_that_hang_do_not_take_the_threads_of_later_ones(world: World) -> None:
+    use(world, policies.hang_for_some, timeout_s={0.3})
+    policies.SLOW.add(world.alice.did)
+    policies.RELEASE.clear()
+    try:
+        for _ in range(POLICY_THREADS + 2):  # more hung calls than a pool has threads
+            hung = await line(world, world.beacon(world.alice))
+            assert hung["reason"] == "policy-error" and "within 0.3s" in hung["error"]
+        started = time.monotonic()
+        assert (await line(world, world.beacon(world.bob)))["status"] == "new"
+        assert time.monotonic() - started < 0.3  # judged at once, not queued behind them
+    finally:
+        policies.SLOW.clear()
+        policies.RELEASE.set()
+
+
+async def test_a_chain_waits_on_the_policy_a_bounded_time_in_all(world: World) -> None:
+    """Each op of a chain is judged only once its parent is staged, a round
+    each; the session's wait is bounded all the same, and what the budget
+    left undecided is refused (transiently: sent again, it passes)."""
+    use(world, policies.paced, timeout_s={0.3})
+    b, alice = world.builder, world.alice
+    chain = b.content_create(alice)
+    for _ in range(7):
+        b.content_update(chain)
+    tokens = b.tokens[-8:]
+    started = time.monotonic()
+    results = await world.post(tokens)
+    waited = time.monotonic() - started
+    budget = 0.3 * SESSION_BUDGET_ROUNDS
+    assert waited < budget + 1.0, waited  # eight rounds of 0.2 s would be 1.6 s
+    statuses = [r["status"] for r in results]
+    assert statuses[0] == "new" and "rejected" in statuses
+    refused = [r for r in results if r["status"] == "rejected"]
+    assert any("within this session's 0.6s" in r["error"] for r in refused)
+    assert all(r["reason"] in ("policy-error", "missing-previous") for r in refused)
+    for _ in range(8):  # each request gets further; nothing was recorded as refused
+        if all(r["status"] != "rejected" for r in await world.post(tokens)):
+            break
+    assert [r["status"] for r in await world.post(tokens)] == ["duplicate"] * 8
 
 
 async def test_called_once_per_verified_op_and_only_after_verification(world: World) -> None:
