@@ -23,6 +23,8 @@ DEFAULT_MAX_COPIES_PER_OP = 8
 DEFAULT_MAX_REJECTION_NOTES = 100_000  # recent rejections remembered by CID (op status)
 DEFAULT_SYNC_FRAME_LIMIT = 512 * 1024
 DEFAULT_SYNC_MAX_MESSAGE_BYTES = 1024 * 1024
+# Auth tokens are "short-lived, typically minutes" (PROTOCOL.md): a day bounds
+# what a leaked one is worth; 0 lifts the bound (the spec's checks only)
 DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S = 24 * 3600
 DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S = 300  # admin tokens are short-lived: the replay window
 PROFILE_SCHEMA = "https://schemas.dfos.com/profile/v1"

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from peer.base import PeerConfig
 from relay.config import (
     DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S,
+    DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S,
     DEFAULT_MAX_BLOB_BYTES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_COPIES_PER_OP,
@@ -122,6 +123,7 @@ class ServeSettings:
     sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES
     admin_dids: tuple[str, ...] = ()
     admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     write_policy: tuple[str, PolicyFunction] | None = None  # (module:function, it)
     write_policy_timeout_s: float = DEFAULT_POLICY_TIMEOUT_S
     allow_dids: tuple[str, ...] = ()
@@ -171,6 +173,7 @@ class ServeSettings:
             sync_max_message_bytes=self.sync_max_message_bytes,
             admin_dids=self.admin_dids,
             admin_token_max_lifetime_s=self.admin_token_max_lifetime_s,
+            auth_token_max_lifetime_s=self.auth_token_max_lifetime_s,
             write_policy=self.write_gate_policy(),
         )
 
@@ -194,10 +197,11 @@ class ServeSettings:
 def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = text.strip()
-        if not value.isdigit() or not (low <= int(value) and (high is None or int(value) <= high)):
+        number = int(value) if value.isascii() and value.isdigit() else None  # not "²"
+        if number is None or number < low or (high is not None and number > high):
             bound = f"{low}..{high}" if high is not None else f">= {low}"
             raise ValueError(f"expected an integer {bound}, got {text!r}")
-        return int(value)
+        return number
 
     return parse
 
@@ -649,6 +653,13 @@ OPTIONS: tuple[Option, ...] = (
         "admin_token_max_lifetime_s", "--admin-token-max-lifetime", "ADMIN_TOKEN_MAX_LIFETIME",
         "value", _int_in(1),
         f"longest exp - iat of an admin auth token (default {DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S})",
+        "SECONDS",
+    ),
+    Option(
+        "auth_token_max_lifetime_s", "--auth-token-max-lifetime", "AUTH_TOKEN_MAX_LIFETIME",
+        "value", _int_in(0),
+        "longest exp - iat of a content-plane auth token; 0: any, as long as it has not "
+        f"expired (default {DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S})",
         "SECONDS",
     ),
     Option(

@@ -88,7 +88,8 @@ async def authenticated_caller(request: Request) -> str:
     token = bearer_token(request)
     identity = await identity_state(relay.store, auth_token_signer(token))
     now_s = relay.clock() // 1000
-    claims = authenticate(token, identity, relay.did, now_s, relay.config.auth_token_max_lifetime_s)
+    max_lifetime_s = relay.config.auth_token_max_lifetime_s or None  # 0: no bound
+    claims = authenticate(token, identity, relay.did, now_s, max_lifetime_s)
     return claims.iss
 
 

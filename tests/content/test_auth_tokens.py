@@ -103,6 +103,18 @@ async def test_max_lifetime_is_configurable(store: RelayStore) -> None:
             assert (await _with_token(w, token)).status_code == 404  # authenticated; no blob
 
 
+async def test_a_lifetime_bound_of_0_leaves_the_specs_checks_only(store: RelayStore) -> None:
+    relay = create_relay(store, config=RelayConfig(auth_token_max_lifetime_s=0))
+    async with relay.running():
+        transport = httpx.ASGITransport(app=relay.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+            w = await start_world(relay, client)
+            year = w.token(w.alice, iat=w.now_s - 1, exp=w.now_s + 365 * 86_400)
+            assert (await _with_token(w, year)).status_code == 404  # authenticated; no blob
+            expired = w.token(w.alice, iat=w.now_s - 100, exp=w.now_s - 1)
+            _assert_401(await _with_token(w, expired))
+
+
 async def test_credential_presented_as_auth_token_is_401(uploaded: World) -> None:
     w = uploaded
     _assert_401(await _with_token(w, w.credential(w.alice, w.alice)))
