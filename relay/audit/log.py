@@ -7,6 +7,7 @@ positions accounted for); a position or a CID held twice is a duplicate.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ class LogPositions:
     last: int = 0
     cids: set[str] = field(default_factory=set)
     findings: list[Finding] = field(default_factory=list)
+    _sorted_purged: list[int] | None = None
 
     def accept(self, seq: int, cid: str) -> bool:
         """Record one row; False when it duplicates one already seen (skip it)."""
@@ -35,18 +37,21 @@ class LogPositions:
         return True
 
     def _gap(self, first: int, last: int) -> None:
-        run: list[int] = []
-        for seq in range(first, last + 1):
-            if seq in self.purged:
-                self._report(run)
-                run = []
-            else:
-                run.append(seq)
-        self._report(run)
+        """Report the runs of ``first..last`` no purge accounts for: work in
+        the purged positions inside, not in the width of the gap (a
+        tampered position may be 10**12)."""
+        if self._sorted_purged is None:
+            self._sorted_purged = sorted(self.purged)
+        purged = self._sorted_purged
+        start = first
+        for seq in purged[bisect_left(purged, first) : bisect_right(purged, last)]:
+            if seq > start:
+                self._report(start, seq - 1)
+            start = seq + 1
+        if start <= last:
+            self._report(start, last)
 
-    def _report(self, run: list[int]) -> None:
-        if not run:
-            return
-        where = f"{run[0]}" if len(run) == 1 else f"{run[0]}..{run[-1]}"
+    def _report(self, first: int, last: int) -> None:
+        where = f"{first}" if first == last else f"{first}..{last}"
         detail = f"no op at position {where} and no purge recorded for it"
-        self.findings.append(Finding("log-gap", f"positions {where}", detail, run[0]))
+        self.findings.append(Finding("log-gap", f"positions {where}", detail, first))

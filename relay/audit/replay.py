@@ -27,6 +27,7 @@ from relay.protocol import (
     decode_multikey,
     resolve_from_key_index,
     split_kid,
+    token_hash,
     verify_artifact,
     verify_beacon,
     verify_content_extension,
@@ -77,6 +78,9 @@ class Replay:
     countersigns: dict[str, tuple[str, str]] = field(default_factory=dict)  # cid -> pair
     pairs: set[tuple[str, str]] = field(default_factory=set)
     documents: dict[str, set[str]] = field(default_factory=dict)  # creator -> doc CIDs
+    # beacons and countersignatures are copied into rows of their own: the
+    # hash of the verified token each copy must equal
+    tokens: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
     def feed(self, op: OperationRecord) -> None:
@@ -95,6 +99,8 @@ class Replay:
             detail = "stored " + "; ".join(differs)
             self.findings.append(Finding("op-row", op.cid, detail, op.seq))
         self.ops[op.cid] = expected
+        if expected.kind in ("beacon", "countersign"):
+            self.tokens[op.cid] = token_hash(op.jws_token)
 
     # per kind -----------------------------------------------------------------
     def _verify(self, decoded: DecodedJws, cid: str) -> Expected:

@@ -110,6 +110,11 @@ async def _beacons(snap: AuditSnapshot, replay: Replay) -> AsyncIterator[Finding
         op = replay.ops.get(beacon.cid)
         if op is None or op.kind != "beacon" or op.chain_id != beacon.did:
             yield Finding("orphan", f"beacon {beacon.did}", f"{beacon.cid} is not its beacon op")
+        elif replay.tokens.get(beacon.cid) != token_hash(beacon.jws_token):
+            yield Finding("op-row", f"beacon {beacon.did}", f"the token of {beacon.cid} differs")
+        elif beacon.created_at_ms != op.created_at_ms:
+            detail = f"createdAt {beacon.created_at_ms}, the token says {op.created_at_ms}"
+            yield Finding("op-row", f"beacon {beacon.did}", detail)
         elif latest is not None and latest[1] != beacon.cid:
             yield Finding(
                 "chain-head",
@@ -131,5 +136,8 @@ async def _countersignatures(snap: AuditSnapshot, replay: Replay) -> AsyncIterat
                 f"countersignature {sig.cid or sig.jws_token[:24]}",
                 f"of {sig.target_cid} by {sig.witness_did}: no such countersign op",
             )
+        elif replay.tokens.get(sig.cid) != token_hash(sig.jws_token):
+            detail = f"of {sig.target_cid} by {sig.witness_did}: its token differs from the op's"
+            yield Finding("op-row", f"countersignature {sig.cid}", detail)
     for cid in sorted(replay.countersigns.keys() - seen):
         yield Finding("missing-row", cid, "a countersign op without its countersignature row")

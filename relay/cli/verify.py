@@ -11,6 +11,8 @@ runs against the store of a live relay without blocking its ingestion
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,6 +32,41 @@ def _missing_sqlite_file(url: str) -> Path | None:
     return None if path.is_file() else path
 
 
+async def _holds_no_store(store: object) -> str | None:
+    """Why ``store`` (opened, it would be migrated) holds no relay store yet,
+    or None: an audit reads what is there and never creates a schema."""
+    from stores.postgres import PostgresStore
+    from stores.sqlite import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        with contextlib.closing(sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)) as db:
+            try:
+                found = db.execute(_SQLITE_VERSION_TABLE).fetchone()
+            except sqlite3.DatabaseError as exc:
+                return f"{store.path} is not an SQLite database ({exc})"
+        return None if found else f"no relay store in {store.path}"
+    if isinstance(store, PostgresStore):
+        import asyncpg
+
+        settings = {"search_path": store.schema} if store.schema else {}
+        try:
+            conn = await asyncpg.connect(store.dsn, server_settings=settings, timeout=10)
+        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+            return f"cannot reach Postgres: {exc}"
+        try:
+            found = await conn.fetchval("SELECT to_regclass('schema_version')")
+        finally:
+            await conn.close()
+        where = f"schema {store.schema!r}" if store.schema else "the database's search path"
+        return None if found else f"no relay store in {where}"
+    return None
+
+
+_SQLITE_VERSION_TABLE = (
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+)
+
+
 async def verify_store_command(store_url: str) -> int:
     from relay.asgi import store_from_url
     from stores.base import StoreError
@@ -38,6 +75,9 @@ async def verify_store_command(store_url: str) -> int:
     missing = _missing_sqlite_file(store_url)
     if missing is not None:
         raise VerifyError(f"store {store_url}: no SQLite file at {missing}")
+    absent = await _holds_no_store(store)
+    if absent is not None:
+        raise VerifyError(f"store {store_url}: {absent} (nothing to audit; nothing was created)")
     progress = Progress("verify-store")
     try:
         await store.open()

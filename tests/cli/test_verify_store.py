@@ -184,6 +184,16 @@ def corruption(case: str, s: Seeded, dialect: str) -> tuple[list[Statement], str
         "copy-under-another-hash": (
             [("UPDATE raw_copies SET token_hash = 'bogus' WHERE cid = ?", (s.waiting,))],
             "orphan", "copy bogus"),
+        "beacon-token": ([("UPDATE beacons SET token = ? WHERE did = ?", ("garbage", s.alice))],
+                         "op-row", f"beacon {s.alice}"),
+        "beacon-created-at": ([("UPDATE beacons SET created_at_ms = 1 WHERE did = ?", (s.alice,))],
+                              "op-row", f"beacon {s.alice}"),
+        "countersignature-token": (
+            [("UPDATE countersigs SET token = 'garbage' WHERE cid = ?", (s.countersign,))],
+            "op-row", f"countersignature {s.countersign}",
+        ),
+        "log-gap-far-away": ([("UPDATE ops SET pos = ? WHERE cid = ?", (10**12, s.artifact))],
+                             "log-gap", "positions"),
         "missing-chain-row": ([("DELETE FROM chains WHERE chain_id = ?", (s.bob,))],
                               "missing-row", s.bob),
         "missing-key-row": ([("DELETE FROM identity_keys WHERE did = ?", (s.carol,))],
@@ -200,7 +210,8 @@ CASES = [
     "op-signature", "op-state", "op-column", "chain-head", "chain-state", "log-gap",
     "log-duplicate", "orphan-chain", "orphan-key", "orphan-beacon", "orphan-countersignature",
     "orphan-blob", "orphan-buffered", "orphan-copy-of-a-sequenced-op",
-    "orphan-copy-of-nothing-buffered", "copy-under-another-hash", "missing-chain-row",
+    "orphan-copy-of-nothing-buffered", "copy-under-another-hash", "beacon-token",
+    "beacon-created-at", "countersignature-token", "log-gap-far-away", "missing-chain-row",
     "missing-key-row",
     "missing-countersignature-row",
 ]  # fmt: skip
@@ -243,10 +254,37 @@ def test_usage_and_unreadable_stores_are_one_line(tmp_path: Path) -> None:
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1
     assert missing.stderr.startswith("dfos-relay verify-store: error: ")
     assert not (tmp_path / "absent.db").exists()  # an audit never creates a store
+    empty_file = tmp_path / "empty.db"
+    empty_file.touch()  # a file, but no relay store in it
+    empty = verify(f"sqlite:///{empty_file}")
+    assert empty.returncode == 1 and empty.stderr.count("\n") == 1
+    assert "no relay store in" in empty.stderr and empty_file.stat().st_size == 0
     bad = verify("mysql://x")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
-    empty = verify("memory://")
-    assert empty.returncode == 0 and empty.stdout.strip().endswith("clean")
+    memory = verify("memory://")
+    assert memory.returncode == 0 and memory.stdout.strip().endswith("clean")
+
+
+def test_a_postgres_schema_without_a_store_is_not_audited_or_created(
+    postgres_schema_url: str,
+) -> None:
+    """A mistyped schema is an error, not a clean (and newly created) store."""
+    missing = verify(postgres_schema_url)
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1
+    assert "no relay store in schema" in missing.stderr
+
+    async def tables() -> int:
+        import asyncpg
+
+        schema = postgres_schema_url.rsplit("schema=", 1)[1]
+        conn = await asyncpg.connect(POSTGRES_URL)
+        try:
+            query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1"
+            return int(await conn.fetchval(query, schema))
+        finally:
+            await conn.close()
+
+    assert asyncio.run(tables()) == 0
 
 
 def test_on_postgres_it_audits_a_live_relay_without_blocking_ingestion(
