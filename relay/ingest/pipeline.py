@@ -65,7 +65,7 @@ from .identity import ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .order import causal_order, wake_keys
 from .parallel import PrecheckPool
-from .policy import Held, Refused, WriteGate
+from .policy import Held, Refused, WriteGate, claimed_signer
 from .precheck import KEY_ROLES, precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -400,7 +400,7 @@ class _Sequencing:
             if isinstance(outcome, Rejected) and outcome.waits_for is not None:
                 # The buffer is keyed by CID: an op parked under a CID its
                 # payload does not have could take the place of the op that has it.
-                outcome = _claimed_cid_holds(sub) or outcome
+                outcome = _claimed_cid_holds(sub) or self._banned_claim(sub) or outcome
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)
@@ -415,6 +415,13 @@ class _Sequencing:
         elif recorded is None:
             self._reject(index, sub, outcome)
         return ()
+
+    def _banned_claim(self, sub: Submitted) -> Rejected | None:
+        """An op that would wait, claimed by a banned signer: refused now (it
+        could only be refused once verified, and would hold a slot until then)."""
+        gate = self.view.gate
+        signer = claimed_signer(sub.decoded, sub.cid) if gate is not None else None
+        return gate.banned(signer) if gate is not None and signer is not None else None
 
     def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
         if rejected.waits_for is not None:

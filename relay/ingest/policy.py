@@ -45,7 +45,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from relay.protocol import ProtocolError, decode_jws, did_from_genesis_cid, split_kid
+from relay.protocol import (
+    DecodedJws,
+    ProtocolError,
+    decode_jws,
+    did_from_genesis_cid,
+    split_kid,
+)
 from relay.rules.outcomes import Rejected, RejectReason
 from stores.base import OperationRecord
 
@@ -124,7 +130,14 @@ def signer_of_token(cid: str, token: str) -> str | None:
     """The DID a (not yet verified) token claims as its signer: the payload's
     ``did``, else the ``kid``'s DID, else an identity genesis's own DID."""
     try:
-        decoded = decode_jws(token)
+        return claimed_signer(decode_jws(token), cid)
+    except ProtocolError:
+        return None
+
+
+def claimed_signer(decoded: DecodedJws, cid: str) -> str | None:
+    """``signer_of_token`` of a decoded token."""
+    try:
         did = decoded.payload.get("did")
         if isinstance(did, str):
             return did
@@ -165,12 +178,9 @@ class WriteGate:
         signer = op.author_did
         if signer in self._exempt:
             return
-        reason = self._banned(signer) if self._banned is not None else None
-        if reason is not None:
-            why = f" ({reason})" if reason else ""
-            raise Refused(
-                Rejected(RejectReason.BANNED, f"banned: {signer} is banned on this relay{why}")
-            )
+        banned = self.banned(signer)
+        if banned is not None:
+            raise Refused(banned)
         refused = self._listed(op.kind, signer)
         if refused is not None:
             raise Refused(refused)
@@ -181,6 +191,18 @@ class WriteGate:
         decided = self._decisions[op.cid]
         if decided is not None:
             raise Refused(decided)
+
+    def banned(self, signer: str) -> Rejected | None:
+        """The refusal of ``signer``'s ops when it is banned (and not exempt).
+        Also asked of an op that cannot be verified yet, whose signer is only
+        claimed: a banned DID's op is refused rather than left waiting."""
+        if signer in self._exempt or self._banned is None:
+            return None
+        reason = self._banned(signer)
+        if reason is None:
+            return None
+        why = f" ({reason})" if reason else ""
+        return Rejected(RejectReason.BANNED, f"banned: {signer} is banned on this relay{why}")
 
     def _listed(self, kind: str, signer: str) -> Rejected | None:
         p = self.policy

@@ -67,6 +67,25 @@ async def test_a_banned_signer_is_refused_with_the_reason_on_its_result_line(
     ]
 
 
+async def test_a_banned_signers_op_that_cannot_be_verified_yet_is_refused_not_kept(
+    world: World,
+) -> None:
+    """Its identity is not here (never was, or purged): the op could only wait
+    for it, holding a slot of the buffer; it is refused as banned at once."""
+    b = world.builder
+    stranger = b.identity()
+    b.tokens.pop()  # its genesis is never sent
+    await ban(world, stranger.did, reason="spam")
+    b.artifact(stranger)
+    b.beacon(stranger)
+    results = await world.post(b.tokens[-2:])
+    assert [(r["status"], r["reason"]) for r in results] == [("rejected", "banned")] * 2
+    pending = (await world.client.get("/operations/pending")).json()
+    assert pending["total"] == 0
+    status = (await world.client.get(f"/operations/{results[0]['cid']}/status")).json()
+    assert status["status"] == "rejected" and status["reason"] == "banned"
+
+
 async def test_bans_are_listed_stored_and_reach_every_relay_on_the_store(
     world: World, store: RelayStore
 ) -> None:
