@@ -184,7 +184,9 @@ class PendingOp:
 @dataclass(frozen=True, slots=True)
 class Rejection:
     """A permanent rejection, keyed by the token's hash (never by CID alone:
-    a forged token must not block the genuine one with the same payload)."""
+    a forged token must not block the genuine one with the same payload).
+    ``reason`` is text to the store (``relay.rules.outcomes.recorded_text``:
+    the reason and the message)."""
 
     token_hash: str
     cid: str

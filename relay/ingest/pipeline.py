@@ -47,7 +47,15 @@ from relay.protocol import (
     token_hash,
 )
 from relay.rules.classify import classify
-from relay.rules.outcomes import IngestionResult, Rejected, RejectReason, SequencedOp, Status
+from relay.rules.outcomes import (
+    IngestionResult,
+    Rejected,
+    RejectReason,
+    SequencedOp,
+    Status,
+    from_recorded_text,
+    recorded_text,
+)
 from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
 
 from .common import (
@@ -384,10 +392,11 @@ class _Sequencing:
     def _attempt(self, index: int | None, sub: Submitted) -> tuple[str, ...]:
         batch = self.view.batch
         recorded = self.view.rejection(sub.token_hash)
-        if recorded is not None:
-            outcome: Outcome = Rejected(RejectReason.CHAIN_RULE, recorded.reason)
+        if recorded is not None:  # refused for good before: the same answer again
+            reason, message = from_recorded_text(recorded.reason)
+            outcome: Outcome = Rejected(reason, message)
             self._leave_buffer(index, sub)
-            self._event(sub, RejectReason.CHAIN_RULE, recorded.reason, remember=False)
+            self._event(sub, reason, message, remember=False)
         else:
             try:
                 outcome = HANDLERS[sub.kind](sub, self.view, self.now_ms)
@@ -444,7 +453,8 @@ class _Sequencing:
         self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
-            self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, rejected.message))
+            text = recorded_text(rejected.reason, rejected.message)
+            self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, text))
 
     def _full(self, index: int, sub: Submitted, why: str) -> None:
         """``sub`` is answered ``buffer-full``, and is not kept."""

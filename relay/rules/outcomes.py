@@ -73,6 +73,23 @@ _TRANSIENT_REASONS = frozenset(
 )
 
 
+def recorded_text(reason: RejectReason, message: str) -> str:
+    """How a permanent rejection is stored: its reason, a tab, its message."""
+    return f"{reason.value}\t{message}"
+
+
+def from_recorded_text(text: str) -> tuple[RejectReason, str]:
+    """The reason and message of a stored rejection; rows stored before the
+    reason was kept beside the message read as ``chain-rule``."""
+    code, tab, message = text.partition("\t")
+    if tab and code in _BY_VALUE:
+        return _BY_VALUE[code], message
+    return RejectReason.CHAIN_RULE, text
+
+
+_BY_VALUE = {reason.value: reason for reason in RejectReason}
+
+
 @dataclass(frozen=True, slots=True)
 class Rejected:
     reason: RejectReason

@@ -7,8 +7,10 @@ from __future__ import annotations
 import httpx
 
 from relay.protocol import TYP_IDENTITY, decode_jws, sign_jws
+from relay.rules.outcomes import RejectReason, from_recorded_text, recorded_text
 from relay.testing.workload import WorkloadBuilder
 from tests.support.relay_api import PAST_MS, post, statuses
+from tests.support.waiting_ops import forged_signature, signed_by
 
 
 async def test_first_submission_is_new_and_resubmission_duplicate(
@@ -41,6 +43,26 @@ async def test_rejection_carries_cid_and_reason(client: httpx.AsyncClient) -> No
     assert result["status"] == "rejected"
     assert result["cid"] == alice.head_cid
     assert "signature" in result["error"]
+
+
+async def test_a_token_refused_for_good_is_answered_the_same_when_sent_again(
+    client: httpx.AsyncClient,
+) -> None:
+    """The second answer comes from the recorded rejection: same reason, same
+    message, whatever the reason was."""
+    b = WorkloadBuilder(seed=5, start_ms=PAST_MS)
+    alice = b.identity()
+    b.artifact(alice)
+    genesis, artifact = b.tokens
+    assert statuses(await post(client, [genesis])) == ["new"]
+    reasons = []
+    for bad in (forged_signature(artifact), signed_by(artifact, b.identity())):
+        first = (await post(client, [bad]))[0]
+        again = (await post(client, [bad]))[0]
+        assert first["status"] == again["status"] == "rejected"
+        assert (again["reason"], again["error"]) == (first["reason"], first["error"])
+        reasons.append(first["reason"])
+    assert reasons[0] == "bad-signature"
 
 
 async def test_same_cid_with_a_different_token_is_rejected(client: httpx.AsyncClient) -> None:
@@ -107,3 +129,10 @@ async def test_unknown_typ_is_rejected(client: httpx.AsyncClient) -> None:
     [result] = await post(client, [token])
     assert result["status"] == "rejected" and "typ" in result["error"]
     assert TYP_IDENTITY != "did:dfos:mystery"
+
+
+def test_a_rejection_recorded_before_reasons_were_kept_reads_as_chain_rule() -> None:
+    assert from_recorded_text("invalid signature") == (RejectReason.CHAIN_RULE, "invalid signature")
+    text = recorded_text(RejectReason.BAD_SIGNATURE, "invalid signature\tand more")
+    assert from_recorded_text(text) == (RejectReason.BAD_SIGNATURE, "invalid signature\tand more")
+    assert from_recorded_text("no-such-reason\tx") == (RejectReason.CHAIN_RULE, "no-such-reason\tx")
