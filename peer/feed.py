@@ -113,8 +113,10 @@ async def follow(
                         if not opts.live:
                             return
                         mode = "tail"  # a bootstrap continues as a tail from its snapshot
-                if not opts.live:
-                    return
+                if not opts.live or opts.until_seq is not None:
+                    return  # a live stream with until_seq ends there, and only there
+                # the relay ended a live stream (it restarts, say): reconnect, not at once
+                await asyncio.sleep(opts.backoff_base_s * (0.5 + random.random() / 2))
             except (httpx.TransportError, SSEError) as exc:
                 failures += 1
                 if opts.max_retries is not None and failures > opts.max_retries:

@@ -84,9 +84,8 @@ class EventCache:
         after = max(self._high, head - self._max_entries)
         while after < head:
             events = await self.read(self._epoch, after, head, PREFETCH_PAGE)
-            if not events:
-                return
-            after = events[-1].seq
+            # none: a page of purged positions
+            after = events[-1].seq if events else min(head, after + PREFETCH_PAGE)
 
     def chunks(
         self,

@@ -53,3 +53,7 @@ class FeedBusy(FeedError):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+    def body(self) -> dict[str, Any]:
+        # SSE also sends Retry-After; a WebSocket ERR has only its body
+        return {"error": str(self), "retryAfter": self.retry_after_s}

@@ -128,6 +128,10 @@ def build_filter(fields: Mapping[str, Any], last_event_id: str | None = None) ->
     mode = fields.get("mode", "tail")
     if mode not in MODES:
         raise FeedRequestError(f"mode must be one of {', '.join(MODES)}")
+    if last_event_id and mode == "bootstrap":
+        # an EventSource reconnecting to a bootstrap URL: it got past the
+        # snapshot's EOSE (the first id sent), so it goes on as a tail
+        mode = "tail"
     since_raw = last_event_id if last_event_id else fields.get("since")
     since: Since | None = None
     if since_raw is not None:

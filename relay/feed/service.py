@@ -90,9 +90,19 @@ class Feed:
         return head
 
     async def open(self, flt: FeedFilter, transport: str, bootstrap_url: str) -> Subscription:
-        """Admit a subscription or raise ``FeedError`` (410, 400, 503)."""
+        """Admit a subscription or raise ``FeedError`` (410, 400, 503). The
+        slot is taken before the first await, so concurrent opens cannot all
+        pass the cap; the subscription returned holds it until it ends."""
         if sum(self.subscribers.values()) >= self.config.max_subscribers:
             raise FeedBusy("too many subscribers; retry later", self.config.retry_after_s)
+        self.subscribers[transport] += 1
+        try:
+            return await self._admit(flt, transport, bootstrap_url)
+        except BaseException:
+            self.subscribers[transport] -= 1
+            raise
+
+    async def _admit(self, flt: FeedFilter, transport: str, bootstrap_url: str) -> Subscription:
         epoch = await self.refresh_epoch()
         head = await self._head()
         min_seq = self.min_seq(head)
@@ -113,7 +123,13 @@ class Feed:
                 )  # fmt: skip
             start = since.seq
         elif flt.mode == "tail" and min_seq > 1:
-            start = min_seq - 1
+            # no since is since 0, and the window no longer holds the start:
+            # an explicit gap, never a tail that silently begins at minSeq
+            raise FeedGone(
+                f"the feed replays from minSeq {min_seq} only; bootstrap, or tail "
+                f"since a position >= {min_seq - 1}",
+                min_seq, epoch, bootstrap_url,
+            )  # fmt: skip
         tracker = None
         if flt.scope is not None:
             # the closure as of where the consumer stands: it holds that much
@@ -144,21 +160,27 @@ class Subscription:
         self.cursor = start  # the last seq passed: sent, or filtered out before one sent
         self._head = head
         self._bootstrap_url = bootstrap_url
-        self._active = False
+        self._active = True  # it holds the slot ``Feed.open`` took for it
 
     @property
     def token(self) -> ProgressToken:
         return ProgressToken(self.epoch, self.cursor)
 
     def __enter__(self) -> Subscription:
-        self.feed.subscribers[self.transport] += 1
-        self._active = True
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Give the slot back (once); a subscription never run gives it back
+        when it is dropped."""
         if self._active:
             self.feed.subscribers[self.transport] -= 1
             self._active = False
+
+    def __del__(self) -> None:
+        self.release()
 
     async def messages(self) -> AsyncIterator[FeedMessage]:
         flt = self.filter
@@ -206,8 +228,9 @@ class Subscription:
             upto = head if flt.until_seq is None else min(head, flt.until_seq)
             while self.cursor < upto:
                 batch = await cache.read(self.epoch, self.cursor, upto, PAGE)
-                if not batch:
-                    break
+                if not batch:  # a page of purged positions: no op is there to send
+                    self.passed(min(upto, self.cursor + PAGE))
+                    continue
                 if self.tracker is not None:
                     events = await self._scoped(batch)
                 elif flt.is_open:
@@ -223,9 +246,11 @@ class Subscription:
                 self.passed(end)  # the transport sent them all (it asked for more)
                 if remaining is not None:
                     remaining -= len(events)
-                    if remaining == 0:
+                    if remaining == 0:  # the replay is over; live goes on past it
                         yield Eose(self.token)
-                        return
+                        if not flt.live:
+                            return
+                        eose_sent, remaining = True, None  # the rest streams at once
             done = flt.until_seq is not None and self.cursor >= flt.until_seq
             if not eose_sent or done:
                 yield Eose(self.token)

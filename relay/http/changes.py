@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from urllib.parse import urlencode
 
 from sse_starlette import ServerSentEvent
 from starlette.requests import Request
@@ -48,8 +49,14 @@ log = logging.getLogger("dfos_relay.feed")
 MAX_SSE_CHUNK = 256 * 1024  # op events joined per write: few writes, bounded buffers
 
 
+# what a bootstrap keeps of the request: its filter (not its position or mode)
+_FILTER_PARAMS = ("kinds", "authors", "chains", "scope", "live")
+
+
 def bootstrap_url(request: Request | WebSocket) -> str:
-    return str(request.url.replace(query="mode=bootstrap", scheme=_http_scheme(request)))
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k in _FILTER_PARAMS]
+    query = urlencode([("mode", "bootstrap"), *kept])
+    return str(request.url.replace(query=query, scheme=_http_scheme(request)))
 
 
 def _http_scheme(request: Request | WebSocket) -> str:
@@ -81,9 +88,18 @@ async def changes_sse(request: Request) -> Response:
         return _error_response(exc)
     metrics = relay.metrics
 
-    def on_slow() -> None:
+    def on_slow() -> bytes:
+        """The stalled stream's last event: where to resume (as the WebSocket's ERR)."""
         metrics.feed_slow_closed.inc()
-        log.info("closed a slow SSE consumer at %s", subscription.token.compact())
+        token = subscription.token
+        log.info("closed a slow SSE consumer at %s", token.compact())
+        body = {
+            "error": "slow consumer: the stream stayed unwritable; resume from token",
+            "status": 408,
+            "token": token.compact(),
+            "seq": token.seq,
+        }
+        return ServerSentEvent(json.dumps(body), event="error").encode()
 
     return SseStream(_sse_chunks(request, subscription), relay.feed.config.send_timeout_s, on_slow)
 

@@ -226,7 +226,14 @@ def _ws_frame(sub_id: str, message: FeedMessage) -> list[Any] | None:
 async def _receive(ws: WebSocket, socket: _Socket) -> None:
     with contextlib.suppress(WebSocketDisconnect):
         while True:
-            await socket.handle(await ws.receive_text())
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is None:  # a binary frame: not a request, and no reason to hang up
+                await socket.send_frame(["NOTICE", "binary messages are not requests"])
+                continue
+            await socket.handle(text)
 
 
 async def changes_ws(ws: WebSocket) -> None:

@@ -12,9 +12,11 @@ a send only notes when it started, instead of arming and cancelling a timer
 
 Invariants: a send that waits past ``send_timeout_s`` (give or take the
 watchdog's tick, a quarter of the timeout, at most 1 s) ends the stream and
-calls ``on_slow``; a client that leaves ends it too (the streaming task is
-cancelled by the watcher); either way the chunk iterator is closed, so its
-cleanup runs.
+calls ``on_slow``, whose bytes (an error event naming where to resume) are
+queued as the stream's last, behind what the consumer has not read yet
+(waited for ``FINAL_SEND_S`` at most); a client that leaves ends it too (the
+streaming task is cancelled by the watcher); either way the chunk iterator is
+closed, so its cleanup runs.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 MAX_TICK_S = 1.0  # the watchdog checks at least this often (a quarter of the shortest timeout)
+FINAL_SEND_S = 1.0  # a stalled stream's last event: queued, then waited for this long
 # no-store: a live stream is never cached; X-Accel-Buffering: proxies must not buffer it
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
@@ -37,7 +40,7 @@ class SseStream(StreamingResponse):
         self,
         chunks: AsyncIterator[bytes],
         send_timeout_s: float,
-        on_slow: Callable[[], None],
+        on_slow: Callable[[], bytes],
     ) -> None:
         super().__init__(chunks, headers=HEADERS, media_type="text/event-stream")
         self._chunks = chunks
@@ -84,7 +87,9 @@ class SseStream(StreamingResponse):
         except asyncio.CancelledError:
             if self._stalled:
                 streaming.uncancel()
-                self._on_slow()  # the connection closes without the final chunk: a cut
+                last = {"type": "http.response.body", "body": self._on_slow(), "more_body": False}
+                with contextlib.suppress(Exception):  # still unwritable: it closes as a cut
+                    await asyncio.wait_for(send(last), FINAL_SEND_S)
             elif not watcher.done():
                 raise  # cancelled from outside (the server stops)
             else:

@@ -21,7 +21,7 @@ from relay.testing.workload import mixed_workload
 from stores.base import RelayStore
 from tests.support.relay_api import PAST_MS
 
-from .conftest import Served, ws_frames_until
+from .conftest import Served, read_sse, ws_frames_until
 
 
 async def test_token_from_before_an_epoch_reset_is_410(served: Served) -> None:
@@ -85,9 +85,9 @@ async def test_a_live_follow_ends_with_410_when_the_epoch_changes(served: Served
     ws_body = frames[-1][3]
     for body in (ws_body, sse_body):
         assert body["status"] == 410 and body["epoch"] == new and body["minSeq"] == 1
-        assert str(body["bootstrap"]).endswith("/changes?mode=bootstrap")
+        assert "/changes?mode=bootstrap" in str(body["bootstrap"])  # (and the filter)
         assert old in str(body["error"])
-    assert gap.epoch == new and gap.bootstrap.endswith("/changes?mode=bootstrap")
+    assert gap.epoch == new and "/changes?mode=bootstrap" in gap.bootstrap
     async with httpx.AsyncClient() as http:
         metrics = (await http.get(f"{served.url}/metrics")).text
     assert "dfos_relay_feed_gone_total 3.0" in metrics  # two SSE streams and the WebSocket
@@ -121,6 +121,15 @@ async def test_below_the_replay_window_is_410(store: RelayStore) -> None:
             assert gone.status_code == 410 and gone.json()["minSeq"] == head - 4
             edge = await http.get(f"{url}/changes", params={"since": head - 5})
             assert edge.status_code == 200
+            # no since is since 0: a gap too, never a tail that starts at minSeq unsaid
+            unsaid = await http.get(f"{url}/changes", params={"kinds": "beacon"})
+            assert unsaid.status_code == 410 and unsaid.json()["minSeq"] == head - 4
+            # the bootstrap it names keeps the request's filter
+            bootstrap = unsaid.json()["bootstrap"]
+            assert "mode=bootstrap" in bootstrap and "kinds=beacon" in bootstrap
+            kinds = {e[1]["kind"] for e in await read_sse(url, bootstrap.split("?", 1)[1])
+                     if e[0] == "snapshot"}  # fmt: skip
+            assert kinds == {"beacon"}
             # the log itself is unchanged
             log = (await http.get(f"{url}/log", params={"limit": 1000})).json()["entries"]
             assert len(log) == head
@@ -140,6 +149,9 @@ async def test_over_the_subscriber_cap_is_503_with_retry_after(store: RelayStore
             async with httpx.AsyncClient() as http:
                 busy = await http.get(f"{url}/changes")
             assert busy.status_code == 503 and int(busy.headers["retry-after"]) > 0
+            await ws.send(json.dumps(["CHANGES", "more", {}]))
+            [err] = await ws_frames_until(ws, "more", "ERR")
+            assert err[3]["status"] == 503 and err[3]["retryAfter"] > 0
         # the slot is freed when the socket goes
         async with httpx.AsyncClient() as http:
             for _ in range(50):
@@ -147,3 +159,27 @@ async def test_over_the_subscriber_cap_is_503_with_retry_after(store: RelayStore
                     break
             else:
                 raise AssertionError("the subscriber slot was never freed")
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"], indirect=True)
+async def test_the_cap_holds_when_subscribers_arrive_together(store: RelayStore) -> None:
+    relay = create_relay(store, config=RelayConfig(feed_max_subscribers=5))
+    async with serve_on_loopback(relay.app) as url, httpx.AsyncClient(timeout=30) as http:
+        answers: list[int] = []
+
+        async def open_one() -> None:
+            async with http.stream("GET", f"{url}/changes?live=true") as response:
+                answers.append(response.status_code)
+                if response.status_code == 200:
+                    await asyncio.sleep(30)  # admitted: it stays (live)
+
+        opening = [asyncio.create_task(open_one()) for _ in range(20)]
+        for _ in range(100):
+            if len(answers) == 20:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(answers) == [200] * 5 + [503] * 15
+        assert relay.feed.subscribers["sse"] == 5
+        for task in opening:
+            task.cancel()
+        await asyncio.gather(*opening, return_exceptions=True)

@@ -51,7 +51,7 @@ async def test_live_followers_at_one_position_get_each_commit_once(small_cache: 
     start = await relay.store.log_length()
     tokens = mixed_workload(60, seed=93, now_ms=PAST_MS)
     expected = len(tokens)  # all new: a fresh workload of its own identities
-    query = f"since={start}&live=true&limit={expected}"
+    query = f"since={start}&live=true&until_seq={start + expected}"
     readers = [asyncio.create_task(read_sse(url, query)) for _ in range(READERS)]
     await asyncio.sleep(0.3)  # they are following
     for i in range(0, len(tokens), 7):

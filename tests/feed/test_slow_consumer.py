@@ -2,9 +2,10 @@
 without end. Once the kernel's socket buffers are full, a send that waits
 past the send timeout closes the stream and counts in
 ``dfos_relay_feed_slow_consumers_closed_total``. An SSE consumer resumes
-from the last event it received (``Last-Event-ID``); a WebSocket consumer
-gets an ERR with its last delivered token and close code 4008, and resumes
-from that token. Either way nothing is lost."""
+from the last event it received (``Last-Event-ID``) or from the token of the
+error event that ends its stream; a WebSocket consumer gets an ERR with its
+last delivered token and close code 4008, and resumes from that token.
+Either way nothing is lost."""
 
 from __future__ import annotations
 
@@ -91,9 +92,16 @@ async def test_an_sse_consumer_that_stops_reading_is_closed_counted_and_resumes(
         last = ids[-1].decode()
         delivered = int(last.split(".")[1])
         assert delivered < head  # it was cut before the end
-        resumed = await read_sse(url, "since=0", headers={"Last-Event-ID": last})
+        # the stream's last event says why it ended and where to resume (as
+        # the WebSocket's ERR: the last event whose send had completed)
+        final = re.findall(rb"event: error\r?\ndata: (.*?)\r?\n", received)
+        assert final, "the cut stream ends with an error event"
+        error = json.loads(final[-1])
+        assert error["status"] == 408 and error["seq"] <= delivered
+        assert error["token"].endswith(f".{error['seq']}")
+        resumed = await read_sse(url, "since=0", headers={"Last-Event-ID": error["token"]})
         rest = [e[1]["seq"] for e in resumed if e[0] == "op"]
-        assert rest == list(range(delivered + 1, head + 1))
+        assert rest == list(range(error["seq"] + 1, head + 1))
 
 
 def _ws_open(sock: socket.socket, subscriptions: list[Any]) -> WSConnection:

@@ -116,6 +116,10 @@ async def test_websocket_subscriptions_tail_and_follow_live(served: Served) -> N
 
 async def test_a_websocket_message_that_is_not_a_request_gets_a_notice(served: Served) -> None:
     """Each bad message is answered on its own; the socket keeps serving."""
+    async with websockets.connect(served.ws_url) as ws:
+        await ws.send(b"\x00binary")  # a binary frame is not a request either
+        frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+        assert frame == ["NOTICE", "binary messages are not requests"]
     bad = {
         "not json": "message is not JSON",
         "[" * 5000 + "]" * 5000: "message is not JSON",  # nested past any parser's recursion
@@ -131,6 +135,45 @@ async def test_a_websocket_message_that_is_not_a_request_gets_a_notice(served: S
         await ws.send(json.dumps(["CHANGES", "ok", {"since": 0}]))
         frames = await ws_frames_until(ws, "ok", "EOSE")
         assert frames[0][2] == "STATUS"
+
+
+async def test_a_live_tail_with_a_limit_stays_open_after_the_replay(served: Served) -> None:
+    """``limit`` bounds the replay (EOSE comes after it); live goes on from
+    there: the rest of the backlog, then new commits."""
+    await served.relay.ingest(mixed_workload(10, seed=58, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    more = mixed_workload(5, seed=59, now_ms=PAST_MS)
+    until = head + len(more)
+    query = f"since=0&live=true&limit=3&until_seq={until}"
+    reader = asyncio.create_task(read_sse(served.url, query))
+    await asyncio.sleep(0.3)
+    await served.relay.ingest(more)
+    events = await asyncio.wait_for(reader, 30)
+    kinds = [e[0] for e in events]
+    assert kinds[:5] == ["status", "op", "op", "op", "eose"] and events[4][1]["seq"] == 3
+    assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(1, until + 1))
+
+
+async def test_an_sse_client_back_on_a_bootstrap_url_goes_on_as_a_tail(served: Served) -> None:
+    """An EventSource reconnects to the URL it opened, with the last id it
+    got: on a bootstrap URL that id is past the snapshot, so it tails on."""
+    await served.relay.ingest(mixed_workload(10, seed=60, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    first = await read_sse(served.url, "mode=bootstrap")
+    token = first[-1][2]
+    assert first[-1][0] == "eose" and token.endswith(f".{head}")
+    await served.relay.ingest(mixed_workload(5, seed=61, now_ms=PAST_MS))
+    again = await read_sse(served.url, "mode=bootstrap", headers={"Last-Event-ID": token})
+    assert again[0][0] == "status" and again[0][1]["mode"] == "tail"
+    after = [e[1]["seq"] for e in again if e[0] == "op"]
+    assert after == list(range(head + 1, await served.relay.store.log_length() + 1))
+
+
+async def test_follow_with_until_seq_ends_there_even_live(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(10, seed=62, now_ms=PAST_MS))
+    options = FollowOptions(live=True, until_seq=5)
+    kinds = [event.kind async for event in follow(served.url, since="0", options=options)]
+    assert kinds == ["status", "op", "op", "op", "op", "op", "eose"]
 
 
 async def test_head_answers_the_stream_headers_without_a_body(served: Served) -> None:
