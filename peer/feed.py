@@ -113,7 +113,7 @@ async def follow(
                         if not opts.live:
                             return
                         mode = "tail"  # a bootstrap continues as a tail from its snapshot
-                if not opts.live or opts.until_seq is not None:
+                if not opts.live or _reached(position, opts.until_seq):
                     return  # a live stream with until_seq ends there, and only there
                 # the relay ended a live stream (it restarts, say): reconnect, not at once
                 await asyncio.sleep(opts.backoff_base_s * (0.5 + random.random() / 2))
@@ -130,6 +130,14 @@ async def follow(
     finally:
         if own:
             await http.aclose()
+
+
+def _reached(position: str | None, until_seq: int | None) -> bool:
+    """``position`` (a token or a seq) is at ``until_seq`` or past it."""
+    if until_seq is None or position is None:
+        return False
+    seq = position.rpartition(".")[2]
+    return seq.isascii() and seq.isdigit() and int(seq) >= until_seq
 
 
 def _fields(opts: FollowOptions) -> dict[str, Any]:

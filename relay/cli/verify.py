@@ -39,11 +39,12 @@ async def _holds_no_store(store: object) -> str | None:
     from stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
-        with contextlib.closing(sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)) as db:
-            try:
+        read_only = store.path.absolute().as_uri() + "?mode=ro"  # quotes '#', '?', '%'
+        try:
+            with contextlib.closing(sqlite3.connect(read_only, uri=True)) as db:
                 found = db.execute(_SQLITE_VERSION_TABLE).fetchone()
-            except sqlite3.DatabaseError as exc:
-                return f"{store.path} is not an SQLite database ({exc})"
+        except sqlite3.Error as exc:
+            return f"cannot read {store.path} as an SQLite database ({exc})"
         return None if found else f"no relay store in {store.path}"
     if isinstance(store, PostgresStore):
         import asyncpg

@@ -202,7 +202,8 @@ class Subscription:
                 return
         else:
             yield Status("tail", None, self.epoch, stream_id, self._head)
-        async for message in self._tail():
+        # after a bootstrap's EOSE the live part follows without another
+        async for message in self._tail(eose_sent=flt.mode == "bootstrap"):
             yield message
 
     def passed(self, seq: int) -> None:
@@ -210,12 +211,11 @@ class Subscription:
         if seq > self.cursor:
             self.cursor = seq
 
-    async def _tail(self) -> AsyncIterator[FeedMessage]:
+    async def _tail(self, eose_sent: bool = False) -> AsyncIterator[FeedMessage]:
         flt = self.filter
         hub = self.feed.hub
         cache = self.feed.cache
-        remaining = flt.limit
-        eose_sent = False
+        remaining = None if eose_sent else flt.limit  # it bounds the replay only
         woken = False
         while True:
             self._check_epoch()
@@ -254,7 +254,7 @@ class Subscription:
             done = flt.until_seq is not None and self.cursor >= flt.until_seq
             if not eose_sent or done:
                 yield Eose(self.token)
-                eose_sent = True
+                eose_sent, remaining = True, None  # the replay is over: live is not limited
             if done or not flt.live:
                 return
             if not await hub.wait(version):

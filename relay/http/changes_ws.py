@@ -174,7 +174,9 @@ class _Socket:
 
     def _cancel(self, sub_id: str) -> None:
         task = self.tasks.pop(sub_id, None)
-        self.subs.pop(sub_id, None)
+        sub = self.subs.pop(sub_id, None)
+        if sub is not None:
+            sub.release()  # now: its task may be cancelled before it ever ran
         if task is not None:
             task.cancel()
 

@@ -88,8 +88,14 @@ class SseStream(StreamingResponse):
             if self._stalled:
                 streaming.uncancel()
                 last = {"type": "http.response.body", "body": self._on_slow(), "more_body": False}
-                with contextlib.suppress(Exception):  # still unwritable: it closes as a cut
+                try:
                     await asyncio.wait_for(send(last), FINAL_SEND_S)
+                except asyncio.CancelledError:
+                    if not watcher.done():
+                        raise  # the server stops
+                    streaming.uncancel()  # the client left meanwhile: the end anyway
+                except Exception:
+                    pass  # still unwritable: it closes as a cut
             elif not watcher.done():
                 raise  # cancelled from outside (the server stops)
             else:

@@ -265,6 +265,25 @@ def test_usage_and_unreadable_stores_are_one_line(tmp_path: Path) -> None:
     assert memory.returncode == 0 and memory.stdout.strip().endswith("clean")
 
 
+def test_an_sqlite_path_with_uri_characters_is_audited(tmp_path: Path) -> None:
+    from stores.sqlite import SqliteStore
+
+    async def create(path: Path) -> None:
+        store = SqliteStore(path)
+        await store.open()
+        await store.close()
+
+    for name in ("a#b.db", "a?b.db", "a%41.db"):
+        path = tmp_path / name
+        asyncio.run(create(path))
+        done = verify(f"sqlite:///{path}")
+        assert done.returncode == 0, (name, done.stdout + done.stderr)
+        assert done.stdout.strip().endswith("clean")
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "a#b.db", "a%41.db", "a?b.db",
+    ]  # fmt: skip
+
+
 def test_a_postgres_schema_without_a_store_is_not_audited_or_created(
     postgres_schema_url: str,
 ) -> None:

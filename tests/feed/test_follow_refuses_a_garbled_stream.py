@@ -1,7 +1,8 @@
-"""The feed client (``peer.feed.follow``) against a peer whose stream is
-garbled: an event whose data is not a JSON object breaks the connection like
+"""The feed client (``peer.feed.follow``) against peers whose streams are
+odd: an event whose data is not a JSON object breaks the connection like
 any other fault of the stream (retried with backoff, then a typed error),
-never a stray ``ValueError`` out of the follower."""
+never a stray ``ValueError`` out of the follower; a live stream the peer ends
+before ``until_seq`` is resumed, not taken for the end."""
 
 from __future__ import annotations
 
@@ -37,3 +38,24 @@ async def test_an_event_that_is_not_a_json_object_is_a_stream_fault(data: str) -
         with pytest.raises(FeedClientError, match=r"gave up after 2 failures.*not a JSON object"):
             async for _ in follow("http://peer.test", options=options, client=http):
                 raise AssertionError("no event should come out of a garbled stream")
+
+
+async def test_a_live_stream_ended_before_until_seq_is_resumed() -> None:
+    served: list[str] = []
+
+    async def changes(request: Request) -> Response:
+        since = int(request.query_params.get("since", "0").rpartition(".")[2])
+        served.append(str(since))
+        ops = "".join(
+            f'event: op\nid: e.{seq}\ndata: {{"seq": {seq}}}\n\n'
+            for seq in range(since + 1, since + 3)
+        )  # two ops a connection, then the stream ends cleanly
+        return Response(ops, media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/changes", changes)])
+    options = FollowOptions(live=True, until_seq=5, backoff_base_s=0.01)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as http:
+        seqs = [
+            e.data["seq"] async for e in follow("http://peer.test", options=options, client=http)
+        ]
+    assert seqs[:5] == [1, 2, 3, 4, 5] and served[:3] == ["0", "2", "4"]

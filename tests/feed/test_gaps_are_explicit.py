@@ -183,3 +183,23 @@ async def test_the_cap_holds_when_subscribers_arrive_together(store: RelayStore)
         for task in opening:
             task.cancel()
         await asyncio.gather(*opening, return_exceptions=True)
+
+
+@pytest.mark.parametrize("store", ["memory"], indirect=True)
+async def test_a_closed_or_replaced_websocket_subscription_gives_its_slot_back_at_once(
+    store: RelayStore,
+) -> None:
+    relay = create_relay(store, config=RelayConfig(feed_max_subscribers=2))
+    async with serve_on_loopback(relay.app) as url:
+        async with websockets.connect("ws" + url.removeprefix("http") + "/changes") as ws:
+            await ws.send(json.dumps(["CHANGES", "x", {"live": True}]))
+            await ws_frames_until(ws, "x", "EOSE")
+            for frame in (["CHANGES", "a", {}], ["CLOSE", "a"], ["CHANGES", "b", {}]):
+                await ws.send(json.dumps(frame))  # back to back: "a" may never run
+            frames = await ws_frames_until(ws, "b", "EOSE")
+            assert frames[0][2] == "STATUS"
+            for _ in range(3):  # a subId reused takes the slot of the one it replaces
+                await ws.send(json.dumps(["CHANGES", "c", {"live": True}]))
+            frames = await ws_frames_until(ws, "c", "EOSE")
+            assert all(f[2] != "ERR" for f in frames)
+        assert relay.feed.subscribers["websocket"] <= 2

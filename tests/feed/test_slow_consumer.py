@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessa
 
 from relay import Relay, create_relay
 from relay.config import RelayConfig
+from relay.http.sse_stream import SseStream
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
@@ -165,3 +167,29 @@ async def test_a_websocket_consumer_that_stops_reading_gets_its_token_and_resume
             resumed = await ws_frames_until(again, "resume", "EOSE")
         rest = [f[3] for f in resumed if f[2] == "EVENT"]
         assert rest == list(range(seq + 1, head + 1))
+
+
+async def test_a_stalled_sse_stream_whose_client_leaves_meanwhile_ends_quietly() -> None:
+    """The stream was cut and its last event is being sent when the client
+    goes: that is an end like any other, not an error out of the response."""
+    left, final_queued = asyncio.Event(), asyncio.Event()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        while True:
+            yield b"data: x\n\n"
+
+    async def receive() -> dict[str, str]:
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            if not message.get("more_body", False):
+                final_queued.set()
+            await asyncio.Event().wait()  # the socket never drains
+
+    stream = SseStream(chunks(), 0.2, lambda: b"event: error\ndata: {}\n\n")
+    task = asyncio.create_task(stream({"type": "http", "method": "GET"}, receive, send))
+    await asyncio.wait_for(final_queued.wait(), 10)
+    left.set()
+    await asyncio.wait_for(task, 10)  # returns; no CancelledError escapes

@@ -154,6 +154,37 @@ async def test_a_live_tail_with_a_limit_stays_open_after_the_replay(served: Serv
     assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(1, until + 1))
 
 
+async def test_a_limit_the_replay_did_not_use_up_does_not_end_live_events(
+    served: Served,
+) -> None:
+    await served.relay.ingest(mixed_workload(10, seed=63, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    more = mixed_workload(5, seed=64, now_ms=PAST_MS)
+    until = head + len(more)
+    query = f"since={head - 1}&live=true&limit=3&until_seq={until}"
+    reader = asyncio.create_task(read_sse(served.url, query))
+    await asyncio.sleep(0.3)
+    await served.relay.ingest(more)
+    events = await asyncio.wait_for(reader, 30)
+    eoses = [e[1]["seq"] for e in events if e[0] == "eose"]
+    assert eoses == [head, until]  # the replay's, then until_seq's: none between
+    assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(head, until + 1))
+
+
+async def test_a_live_bootstrap_sends_one_eose_then_live_events(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(10, seed=65, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    more = mixed_workload(5, seed=66, now_ms=PAST_MS)
+    until = head + len(more)
+    reader = asyncio.create_task(
+        read_sse(served.url, f"mode=bootstrap&live=true&until_seq={until}")
+    )
+    await asyncio.sleep(0.3)
+    await served.relay.ingest(more)
+    events = await asyncio.wait_for(reader, 30)
+    assert [e[1]["seq"] for e in events if e[0] == "eose"] == [head, until]
+
+
 async def test_an_sse_client_back_on_a_bootstrap_url_goes_on_as_a_tail(served: Served) -> None:
     """An EventSource reconnects to the URL it opened, with the last id it
     got: on a bootstrap URL that id is past the snapshot, so it tails on."""
