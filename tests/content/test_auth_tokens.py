@@ -5,6 +5,9 @@ of a live identity. Every failure is 401 with a JSON body."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import httpx
 import pytest
 
@@ -91,28 +94,29 @@ async def test_token_lifetime_over_the_relay_maximum_is_401(uploaded: World) -> 
     assert (await _with_token(w, at_limit)).status_code == 200
 
 
-async def test_max_lifetime_is_configurable(store: RelayStore) -> None:
-    relay = create_relay(store, config=RelayConfig(auth_token_max_lifetime_s=60))
+@asynccontextmanager
+async def _world_with_max_lifetime(store: RelayStore, seconds: int) -> AsyncIterator[World]:
+    relay = create_relay(store, config=RelayConfig(auth_token_max_lifetime_s=seconds))
     async with relay.running():
         transport = httpx.ASGITransport(app=relay.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            w = await start_world(relay, client)
-            assert (await w.upload(w.alice, w.genesis)).status_code == 401  # 300 s > 60 s
-            token = w.token(w.alice, iat=w.now_s - 1, exp=w.now_s + 59)
-            _assert_401(await _with_token(w, w.token(w.alice)))
-            assert (await _with_token(w, token)).status_code == 404  # authenticated; no blob
+            yield await start_world(relay, client)
+
+
+async def test_max_lifetime_is_configurable(store: RelayStore) -> None:
+    async with _world_with_max_lifetime(store, 60) as w:
+        assert (await w.upload(w.alice, w.genesis)).status_code == 401  # 300 s > 60 s
+        token = w.token(w.alice, iat=w.now_s - 1, exp=w.now_s + 59)
+        _assert_401(await _with_token(w, w.token(w.alice)))
+        assert (await _with_token(w, token)).status_code == 404  # authenticated; no blob
 
 
 async def test_a_lifetime_bound_of_0_leaves_the_specs_checks_only(store: RelayStore) -> None:
-    relay = create_relay(store, config=RelayConfig(auth_token_max_lifetime_s=0))
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            w = await start_world(relay, client)
-            year = w.token(w.alice, iat=w.now_s - 1, exp=w.now_s + 365 * 86_400)
-            assert (await _with_token(w, year)).status_code == 404  # authenticated; no blob
-            expired = w.token(w.alice, iat=w.now_s - 100, exp=w.now_s - 1)
-            _assert_401(await _with_token(w, expired))
+    async with _world_with_max_lifetime(store, 0) as w:
+        year = w.token(w.alice, iat=w.now_s - 1, exp=w.now_s + 365 * 86_400)
+        assert (await _with_token(w, year)).status_code == 404  # authenticated; no blob
+        expired = w.token(w.alice, iat=w.now_s - 100, exp=w.now_s - 1)
+        _assert_401(await _with_token(w, expired))
 
 
 async def test_credential_presented_as_auth_token_is_401(uploaded: World) -> None:

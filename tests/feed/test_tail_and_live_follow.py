@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import websockets
@@ -137,18 +139,27 @@ async def test_a_websocket_message_that_is_not_a_request_gets_a_notice(served: S
         assert frames[0][2] == "STATUS"
 
 
+async def _read_while_more_commit(
+    served: Served, seed: int, query: Callable[[int, int], str]
+) -> tuple[int, int, list[tuple[str, Any, str]]]:
+    """Ten ops stored, then a stream of ``query(head, until)`` read while five
+    more commit: (head, until, its events)."""
+    await served.relay.ingest(mixed_workload(10, seed=seed, now_ms=PAST_MS))
+    head = await served.relay.store.log_length()
+    more = mixed_workload(5, seed=seed + 1, now_ms=PAST_MS)
+    until = head + len(more)
+    reader = asyncio.create_task(read_sse(served.url, query(head, until)))
+    await asyncio.sleep(0.3)
+    await served.relay.ingest(more)
+    return head, until, await asyncio.wait_for(reader, 30)
+
+
 async def test_a_live_tail_with_a_limit_stays_open_after_the_replay(served: Served) -> None:
     """``limit`` bounds the replay (EOSE comes after it); live goes on from
     there: the rest of the backlog, then new commits."""
-    await served.relay.ingest(mixed_workload(10, seed=58, now_ms=PAST_MS))
-    head = await served.relay.store.log_length()
-    more = mixed_workload(5, seed=59, now_ms=PAST_MS)
-    until = head + len(more)
-    query = f"since=0&live=true&limit=3&until_seq={until}"
-    reader = asyncio.create_task(read_sse(served.url, query))
-    await asyncio.sleep(0.3)
-    await served.relay.ingest(more)
-    events = await asyncio.wait_for(reader, 30)
+    _, until, events = await _read_while_more_commit(
+        served, 58, lambda head, until: f"since=0&live=true&limit=3&until_seq={until}"
+    )
     kinds = [e[0] for e in events]
     assert kinds[:5] == ["status", "op", "op", "op", "eose"] and events[4][1]["seq"] == 3
     assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(1, until + 1))
@@ -157,31 +168,18 @@ async def test_a_live_tail_with_a_limit_stays_open_after_the_replay(served: Serv
 async def test_a_limit_the_replay_did_not_use_up_does_not_end_live_events(
     served: Served,
 ) -> None:
-    await served.relay.ingest(mixed_workload(10, seed=63, now_ms=PAST_MS))
-    head = await served.relay.store.log_length()
-    more = mixed_workload(5, seed=64, now_ms=PAST_MS)
-    until = head + len(more)
-    query = f"since={head - 1}&live=true&limit=3&until_seq={until}"
-    reader = asyncio.create_task(read_sse(served.url, query))
-    await asyncio.sleep(0.3)
-    await served.relay.ingest(more)
-    events = await asyncio.wait_for(reader, 30)
+    head, until, events = await _read_while_more_commit(
+        served, 63, lambda head, until: f"since={head - 1}&live=true&limit=3&until_seq={until}"
+    )
     eoses = [e[1]["seq"] for e in events if e[0] == "eose"]
     assert eoses == [head, until]  # the replay's, then until_seq's: none between
     assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(head, until + 1))
 
 
 async def test_a_live_bootstrap_sends_one_eose_then_live_events(served: Served) -> None:
-    await served.relay.ingest(mixed_workload(10, seed=65, now_ms=PAST_MS))
-    head = await served.relay.store.log_length()
-    more = mixed_workload(5, seed=66, now_ms=PAST_MS)
-    until = head + len(more)
-    reader = asyncio.create_task(
-        read_sse(served.url, f"mode=bootstrap&live=true&until_seq={until}")
+    head, until, events = await _read_while_more_commit(
+        served, 65, lambda head, until: f"mode=bootstrap&live=true&until_seq={until}"
     )
-    await asyncio.sleep(0.3)
-    await served.relay.ingest(more)
-    events = await asyncio.wait_for(reader, 30)
     assert [e[1]["seq"] for e in events if e[0] == "eose"] == [head, until]
 
 
