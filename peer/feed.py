@@ -193,9 +193,10 @@ def _raise_for(url: str, response: httpx.Response) -> None:
 
 
 def _gap(url: str, body: dict[str, Any]) -> FeedGapError:
+    min_seq = body.get("minSeq", 1)  # the peer's word: a 410 says "gap" whatever its body
     return FeedGapError(
-        f"{url}: {body.get('error')}",
-        int(body.get("minSeq", 1)),
-        str(body.get("epoch", "")),
-        str(body.get("bootstrap", "")),
+        f"{url}: {str(body.get('error'))[:300]}",
+        min_seq if isinstance(min_seq, int) and not isinstance(min_seq, bool) else 1,
+        str(body.get("epoch", ""))[:200],
+        str(body.get("bootstrap", ""))[:2000],
     )

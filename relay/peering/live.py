@@ -38,7 +38,7 @@ from relay.rules.outcomes import IngestionResult, Status
 
 from .config import PeeringConfig
 from .host import PeeringHost
-from .ledger import LinkLedger
+from .ledger import LinkLedger, describe
 from .repair import ReconcileRepair
 from .sync import SyncIn
 from .tasks import cancel_all
@@ -65,6 +65,7 @@ class LiveFollow:
         self.polling: set[str] = set()  # peers without a feed, polled instead
         self.ledger = LinkLedger()  # the peering service shares its own
         self._waiting: dict[str, dict[str, str]] = {}  # per peer: cid -> token of waiting ops
+        self._replaying: set[str] = set()  # peers whose log replay after a gap is not done
 
     def start(self, host: PeeringHost) -> None:
         self._waiting.clear()  # another process may have pulled since: the ledger tells
@@ -74,7 +75,7 @@ class LiveFollow:
         ]
 
     async def stop(self) -> None:
-        await cancel_all(self._tasks)
+        await cancel_all(self._tasks, quiet=True)  # a task's own failure was logged
         self._tasks = []
 
     def cursor_key(self, url: str) -> str:
@@ -100,10 +101,17 @@ class LiveFollow:
             except FeedGapError as exc:
                 log.warning("feed gap at peer %s (%s); repairing", url, exc)
                 await self.ledger.set_state(url, "in", "repairing")
-                await self._resync(host, url, key)
+                try:
+                    await self._resync(host, url, key)
+                except Exception as failed:  # still repairing: the next gap goes on with it
+                    log.warning("repairing peer %s: %s", url, describe(failed))
+                    await self.ledger.failure(url, "in", failed)
+                    await asyncio.sleep(delay)
+                    delay = min(self._config.backoff_max_s, delay * 2)
+                    continue
                 await self.ledger.set_state(url, "in", "live")
-            except (FeedClientError, httpx.HTTPError, ValueError) as exc:
-                log.warning("following peer %s failed: %s", url, exc)
+            except Exception as exc:  # a peer's fault (or ours): logged, backed off, retried
+                log.warning("following peer %s failed: %s", url, describe(exc))
                 await self.ledger.failure(url, "in", exc)
                 await asyncio.sleep(delay)
                 delay = min(self._config.backoff_max_s, delay * 2)
@@ -138,7 +146,10 @@ class LiveFollow:
     async def _ingest(
         self, host: PeeringHost, url: str, key: str, batch: list[FeedEvent], caught_up: bool
     ) -> None:
-        results = await host.ingest([e.data["jwsToken"] for e in batch], source=url)
+        tokens = [e.data.get("jwsToken") for e in batch]
+        if not all(isinstance(t, str) for t in tokens):
+            raise FeedClientError(f"{url}: an op event without a jwsToken string")
+        results = await host.ingest([t for t in tokens if isinstance(t, str)], source=url)
         token = batch[-1].token
         if token:
             await host.store.set_peer_cursor(key, token)
@@ -183,19 +194,31 @@ class LiveFollow:
         interval = self._config.sync_interval_s or 1.0
         while True:
             await self.ledger.wait_unpaused(url, "in")
-            await self._sync.sync_peer(url)
+            await self._sync.catch_up(url, cycles=1)  # one budget an interval, as sync does
             await asyncio.sleep(interval)
 
     async def _resync(self, host: PeeringHost, url: str, key: str) -> None:
         self._waiting.pop(url, None)  # the repair replays what they waited for
         async with httpx.AsyncClient(timeout=10) as http:
             feed = (await http.get(url.rstrip("/") + "/.well-known/dfos-relay")).json()
-        described = feed.get("changesFeed") or {}
-        epoch, head = str(described.get("epoch", "")), int(described.get("headSeq", 0))
+        described = feed.get("changesFeed") if isinstance(feed, dict) else None
+        if not isinstance(described, dict):
+            described = {}
+        epoch, head = described.get("epoch"), described.get("headSeq")
+        if not isinstance(epoch, str) or not isinstance(head, int) or isinstance(head, bool):
+            raise FeedClientError(f"{url}: its well-known document names no feed epoch and head")
         # Reconciliation moves only the difference; a full replay of the
-        # peer's log is the fallback for a peer that cannot reconcile.
-        if self._repair is None or not await self._repair.repaired(url):
-            await self._sync.sync_peer(url, from_start=True)
+        # peer's log is the fallback for a peer that cannot reconcile. Only a
+        # repair that got there moves the feed cursor to the head: a replay
+        # cut short goes on (from where it stopped) at the next attempt.
+        if self._repair is not None and await self._repair.repaired(url):
+            self._replaying.discard(url)
+        else:
+            _, done = await self._sync.catch_up(url, from_start=url not in self._replaying)
+            if not done:
+                self._replaying.add(url)
+                raise FeedClientError(f"{url}: its log is not replayed to the end yet")
+            self._replaying.discard(url)
         await host.store.set_peer_cursor(key, f"{epoch}.{head}")
 
 

@@ -38,6 +38,7 @@ from relay.rules.outcomes import IngestionResult, RejectReason
 from .backoff import Backoff
 from .config import PeeringConfig
 from .host import PeeringHost
+from .ledger import LinkLedger
 from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
@@ -57,6 +58,7 @@ class ReadThrough:
         self._host: PeeringHost | None = None
         self._inflight: dict[tuple[ChainKind, str], asyncio.Task[bool]] = {}
         self.peer_calls = 0  # chain-log pages requested (observability, tests)
+        self.ledger: LinkLedger | None = None  # the peering service shares its own
 
     def start(self, host: PeeringHost) -> None:
         self._host = host
@@ -92,6 +94,8 @@ class ReadThrough:
         for url in self._peers:
             if not self._backoff.ready(url):  # a failing peer is not asked again yet
                 continue
+            if self.ledger is not None and self.ledger.paused(url, "in"):
+                continue  # an operator paused pulling from it: reads do not pull either
             try:
                 found = await self._from_peer(url, kind, chain_id)
             except PeerError as exc:

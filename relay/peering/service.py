@@ -96,6 +96,7 @@ class Peering:
         self.lead = PullLead(self._begin_pulling, self._end_pulling)
         self.out_links = OutLinks(self.ledger)
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
+        self.reads.ledger = self.ledger
         self.repair.out_links = self.out_links
         for lane in self.gossip.lanes.values():
             lane.watcher = self.out_links

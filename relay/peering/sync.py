@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dfos_relay.peering")
 
+MAX_CYCLES_PER_CALL = 5  # budgets of a peer's log one catch-up call reads at most
+
 
 class SyncIn:
     def __init__(
@@ -75,6 +77,7 @@ class SyncIn:
         # Set by the peering service: repairs an unknown cursor by reconciling.
         self.repair: ReconcileRepair | None = None  # one cycle at a time: cursors advance in order
         self.ledger = LinkLedger()  # the peering service shares its own
+        self._failed: set[str] = set()  # peers whose last cycle failed
 
     def start(self, host: PeeringHost) -> None:
         self._host = host
@@ -98,20 +101,32 @@ class SyncIn:
 
     async def sync_peer(self, url: str, from_start: bool = False) -> int:
         """Page ``url``'s log (any peer, also one not configured for sync) until
-        caught up; ``from_start`` reads it from the beginning (a full resync).
-        Nothing while its in-link is paused."""
+        caught up, within ``MAX_CYCLES_PER_CALL`` budgets; the ops newly sequenced."""
+        new, _ = await self.catch_up(url, from_start)
+        return new
+
+    async def catch_up(
+        self, url: str, from_start: bool = False, cycles: int = MAX_CYCLES_PER_CALL
+    ) -> tuple[int, bool]:
+        """Page ``url``'s log until caught up: (ops newly sequenced, whether
+        it got there). ``from_start`` reads it from the beginning (a full
+        resync). At most ``cycles`` budgets a call, so a peer whose log never
+        ends cannot hold the caller: the cursor keeps what was read and the
+        next call goes on from it. A failure (backed off) or a paused in-link
+        leaves it short too."""
         if self._host is None or self.ledger.paused(url, "in"):
-            return 0
+            return 0, False
         total = 0
-        first = True
-        while True:
-            key = self.cursor_key(url)
+        key = self.cursor_key(url)
+        for cycle in range(cycles):
             before = await self._host.store.get_peer_cursor(key)
             async with self._lock:
-                total += await self._sync_peer(url, start_over=from_start and first)
-            first = False
-            if self._host is None or await self._host.store.get_peer_cursor(key) == before:
-                return total
+                total += await self._sync_peer(url, start_over=from_start and cycle == 0)
+            if self._host is None or url in self._failed:
+                return total, False
+            if await self._host.store.get_peer_cursor(key) == before:
+                return total, True
+        return total, False
 
     async def _sync_peer(self, url: str, start_over: bool = False) -> int:
         host = self._host
@@ -119,6 +134,7 @@ class SyncIn:
         budget = self._config.sync_budget_ops
         key = self.cursor_key(url)
         cursor = None if start_over else await host.store.get_peer_cursor(key)
+        self._failed.discard(url)
         new = 0
         reset_allowed = True
         fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
@@ -153,6 +169,7 @@ class SyncIn:
                 if invalid:  # a peer's log holds only ops it verified: this one lies
                     raise PeerInvalidOperations(url, f"{invalid} ops in its log do not verify")
         except PeerError as exc:
+            self._failed.add(url)
             self._backoff.failure(url, "sync", exc)
             _record(host, url, None, ok=False)
             await self.ledger.failure(url, "in", exc)

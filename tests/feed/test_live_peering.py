@@ -11,15 +11,17 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
+import pytest
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from peer import PeerConfig
 from relay import Relay, create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.live import FEED_CURSOR_SUFFIX
-from relay.peering.service import build_peering
+from relay.peering.service import Peering, build_peering
 from relay.testing.server import free_port, serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
@@ -141,3 +143,109 @@ async def test_a_feed_gap_resyncs_the_log_then_follows_on() -> None:
                 break
             await asyncio.sleep(0.05)
         assert saved is not None and saved.startswith(epoch + ".")
+
+
+def _hostile_feed(fault: str) -> Starlette:
+    """A peer whose feed and well-known document are malformed as ``fault`` says."""
+
+    async def changes(request: object) -> Response:
+        if fault == "op-without-token":
+            events = [
+                'event: status\ndata: {"headSeq": 1}\n\n',
+                'event: op\nid: e.1\ndata: {"seq": 1}\n\n',
+                'event: eose\nid: e.1\ndata: {"seq": 1}\n\n',
+            ]
+            return Response("".join(events), media_type="text/event-stream")
+        min_seq = None if fault == "gap-without-min-seq" else 5
+        return JSONResponse({"error": "gone", "minSeq": min_seq, "epoch": "e"}, status_code=410)
+
+    async def well_known(request: object) -> JSONResponse:
+        feed = "yes" if fault == "gap-then-no-feed-document" else None
+        return JSONResponse({"did": "did:dfos:x", "changesFeed": feed})
+
+    async def log(request: object) -> JSONResponse:
+        return JSONResponse({"entries": [], "cursor": None})
+
+    return Starlette(
+        routes=[
+            Route("/changes", changes),
+            Route("/.well-known/dfos-relay", well_known),
+            Route("/log", log),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "fault", ["op-without-token", "gap-without-min-seq", "gap-then-no-feed-document"]
+)
+async def test_a_malformed_feed_is_a_failure_of_that_peer_retried_not_the_end(fault: str) -> None:
+    async with serve_on_loopback(_hostile_feed(fault)) as url:
+        follower = create_relay(MemoryStore(), peering=build_peering([live_only(url)], None, FAST))
+        async with serve_on_loopback(follower.app):
+            peering = follower.peering
+            assert isinstance(peering, Peering)
+            for _ in range(100):
+                if peering.ledger.get(url, "in").failures >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            link = peering.ledger.get(url, "in")
+            assert link.failures >= 3 and link.last_error  # still trying, and saying why
+            assert not any(task.done() for task in peering.live._tasks)
+    # the relay stopped cleanly (its lifespan ended without an error)
+
+
+def _flaky(relay: Relay, outage_s: float) -> Starlette:
+    """``relay`` whose feed answers one 410, and whose log and sync routes fail
+    for ``outage_s`` after it: the gap cannot be repaired at once."""
+    state: dict[str, float] = {}
+
+    async def changes(request: Request) -> Response:
+        if "gone_at" not in state:
+            state["gone_at"] = asyncio.get_running_loop().time()
+            return JSONResponse({"error": "gone", "minSeq": 1, "epoch": "x"}, status_code=410)
+        return await _forward(relay, request)
+
+    async def failing(request: Request) -> Response:
+        down = asyncio.get_running_loop().time() - state.get("gone_at", 0) < outage_s
+        if "gone_at" in state and down:
+            return JSONResponse({"error": "unavailable"}, status_code=503)
+        return await _forward(relay, request)
+
+    app = Starlette(
+        routes=[
+            Route("/changes", changes),
+            Route("/log", failing),
+            Route("/sync/{rest:path}", failing, methods=["GET", "POST"]),
+            Mount("/", app=relay.app),
+        ]
+    )
+    app.router.lifespan_context = relay.app.router.lifespan_context
+    return app
+
+
+async def _forward(relay: Relay, request: Request) -> Response:
+    transport = httpx.ASGITransport(app=relay.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://source") as http:
+        if request.url.path == "/changes":  # a stream that ends: the follower comes back
+            params = {**request.query_params, "live": "false"}
+            answer = await http.get("/changes", params=params)
+        else:
+            body = await request.body()
+            answer = await http.request(
+                request.method, f"{request.url.path}?{request.url.query}", content=body
+            )
+    return Response(answer.content, answer.status_code, media_type=answer.headers["content-type"])
+
+
+async def test_a_gap_repair_that_fails_is_retried_before_following_on() -> None:
+    source = create_relay(MemoryStore())
+    await_later = mixed_workload(20, seed=113, now_ms=PAST_MS)
+    async with serve_on_loopback(_flaky(source, outage_s=1.0)) as url:
+        await source.ingest(mixed_workload(30, seed=114, now_ms=PAST_MS))
+        follower = create_relay(MemoryStore(), peering=build_peering([live_only(url)], None, FAST))
+        async with serve_on_loopback(follower.app):
+            await source.ingest(await_later)
+            await until_contains(follower, source)  # the first 30 too, not only what came after
+            peering = follower.peering
+            assert isinstance(peering, Peering)
+            assert peering.ledger.get(url, "in").state != "repairing"

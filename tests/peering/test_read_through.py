@@ -87,3 +87,19 @@ async def test_read_through_cycles_between_relays_do_not_deadlock(tmp_path: Path
             timeout=2,
         )
         assert [r.status_code for r in responses] == [404, 404]
+
+
+async def test_a_paused_in_link_is_not_read_through_either(tmp_path: Path) -> None:
+    """An operator paused pulling from the peer: nothing is followed, synced
+    or pulled, reads included (404 until the link is resumed)."""
+    b = WorkloadBuilder(seed=23, start_ms=PAST_MS)
+    alice = b.identity()
+    async with in_process_mesh(tmp_path, 2, gossip=False, read_through=True, sync=False) as mesh:
+        await mesh.relays[0].ingest(b.tokens)
+        reader = mesh.relays[1].peering
+        assert reader is not None
+        await reader.pause(mesh.urls[0], ["in"])
+        path = f"{mesh.urls[1]}/identities/{alice.did}"
+        assert (await mesh.http.get(path)).status_code == 404
+        await reader.resume(mesh.urls[0], ["in"])
+        assert (await mesh.http.get(path)).status_code == 200

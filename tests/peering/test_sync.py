@@ -4,12 +4,22 @@ stops each cycle at a per-peer op budget."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from dataclasses import replace
 from pathlib import Path
 
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from peer import PeerConfig
-from relay.peering.service import Peering
+from relay import create_relay
+from relay.peering.service import Peering, build_peering
+from relay.peering.sync import MAX_CYCLES_PER_CALL
+from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
+from stores.memory import MemoryStore
 from tests.peering.mesh import (
     FAST,
     assert_converged,
@@ -101,6 +111,25 @@ async def test_each_cycle_has_a_per_peer_budget(tmp_path: Path) -> None:
             cycles += 1
             assert cycles < 20
         assert cycles >= total // 40
+
+
+async def test_a_peer_whose_log_never_ends_cannot_hold_a_catch_up() -> None:
+    """Every page the same op and a new cursor: one call reads a few budgets
+    and returns (the cursor keeps what was read; the next call goes on)."""
+    token = mixed_workload(1, seed=16, now_ms=PAST_MS)[0]
+    pages = itertools.count()
+
+    async def log(request: object) -> JSONResponse:
+        entry = {"cid": "bafyendless", "jwsToken": token}
+        return JSONResponse({"entries": [entry], "cursor": f"c{next(pages)}"})
+
+    cfg = replace(FAST, sync_budget_ops=50)
+    async with serve_on_loopback(Starlette(routes=[Route("/log", log)])) as url:
+        peering = build_peering([PeerConfig(url, gossip=False, read_through=False)], None, cfg)
+        relay = create_relay(MemoryStore(), peering=peering)
+        async with relay.running():
+            await asyncio.wait_for(relay.sync_peer(url), 30)
+            assert next(pages) <= 50 * MAX_CYCLES_PER_CALL + 1
 
 
 async def test_interval_loop_syncs_in_the_background(tmp_path: Path) -> None:
