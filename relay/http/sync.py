@@ -24,6 +24,7 @@ from relay.reconcile.server import (
     parse_frame_limit,
     parse_window,
 )
+from stores.base import StoreError
 
 from .context import relay_of
 from .errors import ApiError
@@ -45,6 +46,8 @@ async def post_negentropy(request: Request) -> Response:
         reply = await answer_round(relay.sync_index, body, window, frame_limit, scoped)
     except SyncRequestError as exc:
         raise ApiError(exc.status, str(exc)) from exc
+    except StoreError as exc:  # the index cannot be read now: the next round retries it
+        raise ApiError(503, f"the sync index is not available: {exc}") from exc
     relay.metrics.reconcile.round_served(len(body), len(reply))
     return Response(reply, media_type=OCTET_STREAM)
 

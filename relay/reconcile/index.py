@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from relay.protocol.negentropy import id_from_logged_cid
+from relay.protocol.negentropy import op_item
 from relay.rules.outcomes import SequencedOp
 
 from .tree import FingerprintTree
@@ -59,17 +59,23 @@ class FingerprintIndex:
             self._build = None
 
     def invalidate(self) -> None:
-        """Rebuild from the store (ops were removed from it: a purge)."""
-        if self._build is not None and not self._build.done():
-            self._build.cancel()
+        """Rebuild from the store (ops were removed from it: a purge). A
+        build under way is left to finish (rounds wait on it); the new one
+        runs after it (the lock)."""
         self._build = asyncio.create_task(self.rebuild(), name="fingerprint index rebuild")
 
     async def ready(self) -> FingerprintTree:
-        """The tree, current with every commit visible in the store now."""
+        """The tree, current with every commit visible in the store now. A
+        build that failed (a store error) is started again by the next round
+        that needs it, so one failure does not end reconciliation."""
         if self._build is None:
             self.start()
-        assert self._build is not None
-        await asyncio.shield(self._build)
+        build = self._build
+        assert build is not None
+        if build.done() and not build.cancelled() and build.exception() is not None:
+            build = asyncio.create_task(self.rebuild(), name="fingerprint index build")
+            self._build = build
+        await asyncio.shield(build)
         await self.catch_up()
         return self.tree
 
@@ -80,7 +86,7 @@ class FingerprintIndex:
             items: list[tuple[int, bytes]] = []
             seq = 0
             while page := await self._store.read_sync_items(seq, READ_PAGE):
-                items.extend((created, id_from_logged_cid(cid)) for _, created, cid in page)
+                items.extend(op_item(created, cid) for _, created, cid in page)
                 seq = page[-1][0]
             self.tree = FingerprintTree(items)
             self.seq = seq
@@ -101,7 +107,7 @@ class FingerprintIndex:
         async with self._lock:
             while page := await self._store.read_sync_items(self.seq, READ_PAGE):
                 for _, created, cid in page:
-                    self.tree.insert((created, id_from_logged_cid(cid)))
+                    self.tree.insert(op_item(created, cid))
                 self.seq = page[-1][0]
                 read += len(page)
         return read
@@ -112,6 +118,6 @@ class FingerprintIndex:
         if self._build is None or not self._build.done() or self._lock.locked():
             return  # the build or a catch-up will read these from the store
         for op in ops:
-            self.tree.insert((op.created_at_ms, id_from_logged_cid(op.cid)))
+            self.tree.insert(op_item(op.created_at_ms, op.cid))
             if op.seq == self.seq + 1:
                 self.seq = op.seq

@@ -37,7 +37,7 @@ from relay.protocol.negentropy import (
 from relay.rules.outcomes import IngestionResult, Status
 from relay.rules.transfer_order import transfer_order
 from relay.scope import Scope
-from stores.base import OperationRecord
+from stores.base import OperationRecord, StoreError
 
 from .index import FingerprintIndex
 from .scoped import ScopedItems, ScopedItemsStore
@@ -153,6 +153,8 @@ async def reconcile(
         report.error = str(exc)
     except PeerError as exc:
         report.error = str(exc)
+    except StoreError as exc:  # our side (the index could not be read): retried next run
+        report.error = f"our store: {exc}"
     finally:
         report.seconds = time.perf_counter() - started
     return report

@@ -13,7 +13,7 @@ points) only change how much is sent, never what is meant.
 
 from __future__ import annotations
 
-from .items import cid_from_id, id_from_cid, id_from_logged_cid
+from .items import cid_from_id, id_from_cid, id_from_logged_cid, op_item
 from .reconciler import ClientRound, Negentropy, NegentropyOptions
 from .storage import Item, Storage, StorageWindow, VectorStorage, fingerprint_of
 from .wire import (
@@ -49,4 +49,5 @@ __all__ = [
     "fingerprint_of",
     "id_from_cid",
     "id_from_logged_cid",
+    "op_item",
 ]

@@ -1,0 +1,104 @@
+"""Reconciliation keeps working through what a live relay meets: ops dated
+before 1970 (the wire's timestamps are unsigned: they count as 0 on every
+relay), a purge while the index is being built (rounds waiting on the build
+are not cancelled), a store error during the build (the next round builds
+again), and a purge under a scoped mirror (the scope's cached set is not
+served stale)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from relay import Relay, create_relay
+from relay.admin.purge import plan_purge
+from relay.reconcile.index import FingerprintIndex
+from relay.scope import parse_scope
+from relay.testing.server import serve_on_loopback
+from relay.testing.workload import WorkloadBuilder, mixed_workload
+from stores.base import StoreError
+from stores.memory import MemoryStore
+from stores.sqlite import SqliteStore
+from tests.support.relay_api import PAST_MS
+
+
+async def _cids(relay: Relay) -> set[str]:
+    return {e.cid for e in await relay.store.read_seq_range(0, 10**9, 10**6)}
+
+
+async def test_ops_dated_before_1970_reconcile() -> None:
+    b = WorkloadBuilder(seed=401, start_ms=-10_000_000, step_ms=1000)
+    for _ in range(12):
+        b.rotate(b.identity())
+    a, other = create_relay(MemoryStore()), create_relay(MemoryStore())
+    async with serve_on_loopback(a.app) as url_a, serve_on_loopback(other.app) as url_b:
+        assert {r.status.value for r in await a.ingest(b.tokens)} == {"new"}
+        pulled = await other.reconcile(url_a, "pull")
+        assert pulled.error is None and pulled.sequenced >= len(b.tokens)
+        pushed = await a.reconcile(url_b, "push")  # our side splits them too
+        assert pushed.error is None
+        assert await _cids(a) <= await _cids(other)
+
+
+async def _sqlite_with_ops(path: Path) -> SqliteStore:
+    store = SqliteStore(path)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest(mixed_workload(60, seed=402, now_ms=PAST_MS))
+    await store.open()
+    return store
+
+
+async def test_a_purge_while_the_index_builds_does_not_cancel_its_waiters(tmp_path: Path) -> None:
+    store = await _sqlite_with_ops(tmp_path / "relay.db")
+    try:
+        index = FingerprintIndex(store)
+        index.start()
+        waiting = asyncio.create_task(index.ready())
+        await asyncio.sleep(0)  # the build is under way (SQLite reads off the loop)
+        index.invalidate()  # what a purge does
+        tree = await asyncio.wait_for(waiting, 30)
+        assert tree.size() == await store.log_length()
+    finally:
+        await store.close()
+
+
+async def test_a_store_error_during_the_build_is_retried_by_the_next_round(
+    tmp_path: Path,
+) -> None:
+    store = await _sqlite_with_ops(tmp_path / "relay.db")
+    head = await store.log_length()
+    await store.close()  # the store is away while the index builds
+    index = FingerprintIndex(store)
+    index.start()
+    with pytest.raises(StoreError):
+        await index.ready()
+    await store.open()  # back
+    try:
+        assert (await asyncio.wait_for(index.ready(), 30)).size() == head
+    finally:
+        await store.close()
+
+
+async def test_a_scoped_mirror_is_not_served_what_a_purge_removed() -> None:
+    b = WorkloadBuilder(seed=403, start_ms=PAST_MS)
+    alice, mallory = b.identity(), b.identity()
+    chain = b.content_create(alice)
+    b.content_update(chain, mallory, authorization=b.write_credential(alice, mallory))
+    source = create_relay(MemoryStore())
+    scope = parse_scope(chain.content_id)
+    async with serve_on_loopback(source.app) as url:
+        await source.ingest(b.tokens)
+        first = create_relay(MemoryStore())
+        assert (await first.reconcile(url, "pull", scope=scope)).error is None
+        head = await source.store.log_length()
+        async with source.store.moderating() as session:
+            await session.apply_moderation(await plan_purge(source.store, mallory.did, PAST_MS))
+        await source.forget_purged()
+        assert await source.store.log_length() == head  # the head stays where it was
+        fresh = create_relay(MemoryStore())
+        report = await fresh.reconcile(url, "pull", scope=scope)
+        assert report.error is None, report.error
+        assert await _cids(fresh) <= await _cids(source)
