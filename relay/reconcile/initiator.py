@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from peer.base import PeerError
-from peer.sync_http import MAX_FETCH_CIDS, HttpSyncClient
+from peer.base import PeerError, PeerResponseTooLarge
+from peer.sync_http import MAX_FETCH_CIDS, FetchedOperations, HttpSyncClient
 from relay.protocol.negentropy import (
     INFINITY,
     Negentropy,
@@ -229,19 +229,37 @@ async def _pull(
 ) -> None:
     cids = [cid_from_id(i) for i in need]
     for at in range(0, len(cids), MAX_FETCH_CIDS):
-        batch = cids[at : at + MAX_FETCH_CIDS]
-        fetched = await client.fetch_operations(report.peer, batch)
-        asked = set(batch)
-        report.refused.extend(c for c in fetched.missing if c in asked)
-        report.fetched += len(fetched.tokens)
-        if fetched.tokens:
-            results = await host.ingest(fetched.tokens, source=report.peer)
-            report.sequenced += sum(1 for r in results if r.status is Status.NEW)
-            report.waiting.extend(
-                r.cid for r in results if r.reason is not None and r.reason.is_dependency
-            )
+        async for batch, fetched in _fetched(client, report.peer, cids[at : at + MAX_FETCH_CIDS]):
+            asked = set(batch)
+            report.refused.extend(c for c in fetched.missing if c in asked)
+            report.fetched += len(fetched.tokens)
+            if fetched.tokens:
+                results = await host.ingest(fetched.tokens, source=report.peer)
+                report.sequenced += sum(1 for r in results if r.status is Status.NEW)
+                report.waiting.extend(
+                    r.cid for r in results if r.reason is not None and r.reason.is_dependency
+                )
     if report.refused:
         raise ReconcileAborted(f"peer advertised {len(report.refused)} ops it then did not serve")
+
+
+async def _fetched(
+    client: HttpSyncClient, peer: str, batch: list[str]
+) -> AsyncIterator[tuple[list[str], FetchedOperations]]:
+    """``batch`` fetched from ``peer``, in halves (and halves of those) while
+    an answer is over our response cap: ops of up to 64 KiB each make 1000 of
+    them more than any one answer may be."""
+    try:
+        fetched = await client.fetch_operations(peer, batch)
+    except PeerResponseTooLarge:
+        if len(batch) == 1:
+            raise
+        half = len(batch) // 2
+        for part in (batch[:half], batch[half:]):
+            async for done in _fetched(client, peer, part):
+                yield done
+        return
+    yield batch, fetched
 
 
 async def _push(

@@ -2,8 +2,9 @@
 before 1970 (the wire's timestamps are unsigned: they count as 0 on every
 relay), a purge while the index is being built (rounds waiting on the build
 are not cancelled), a store error during the build (the next round builds
-again), and a purge under a scoped mirror (the scope's cached set is not
-served stale)."""
+again), a purge under a scoped mirror (the scope's cached set is not
+served stale), and ops so large that a batch of them passes the response cap
+(fetched in halves)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,19 @@ async def test_a_scoped_mirror_is_not_served_what_a_purge_removed() -> None:
         report = await fresh.reconcile(url, "pull", scope=scope)
         assert report.error is None, report.error
         assert await _cids(fresh) <= await _cids(source)
+
+
+async def test_large_ops_are_pulled_in_answers_under_the_response_cap() -> None:
+    """450 artifacts of ~20 KB: one answer for all of them would pass the
+    peer client's 8 MiB cap, so they are fetched in halves."""
+    b = WorkloadBuilder(seed=404, start_ms=PAST_MS, step_ms=1000)
+    actors = [b.identity() for _ in range(5)]
+    for i in range(450):
+        b.artifact(actors[i % 5], name="n" * 15_000)
+    assert sum(map(len, b.tokens)) > 8 * 1024 * 1024
+    source, mirror = create_relay(MemoryStore()), create_relay(MemoryStore())
+    async with serve_on_loopback(source.app) as url, serve_on_loopback(mirror.app):
+        await source.ingest(b.tokens)
+        report = await mirror.reconcile(url, "pull")
+        assert report.error is None, report.error
+        assert await _cids(source) <= await _cids(mirror)
