@@ -59,6 +59,16 @@ class ReconcileAborted(Exception):
     """The run was cut off by a bound or by the peer's behaviour."""
 
 
+class _RoundsRanOut(ReconcileAborted):
+    """The round bound passed: what the rounds so far found is still moved
+    (a peer with a small frame limit needs many rounds for a large
+    difference, and each run then gets further than the last)."""
+
+    def __init__(self, message: str, have: list[bytes], need: list[bytes]) -> None:
+        super().__init__(message)
+        self.have, self.need = have, need
+
+
 @dataclass(slots=True)
 class ReconcileReport:
     peer: str
@@ -141,12 +151,18 @@ async def reconcile(
     report.scope_id = None if scope is None else scope.scope_id
     try:
         async with asyncio.timeout(bounds.deadline_s):
-            have, need = await _rounds(items, client, report, bounds)
+            ran_out: _RoundsRanOut | None = None
+            try:
+                have, need = await _rounds(items, client, report, bounds)
+            except _RoundsRanOut as cut:
+                ran_out, have, need = cut, cut.have, cut.need
             report.have, report.need = len(have), len(need)
             if direction in ("pull", "both") and need:
                 await _pull(host, client, report, need)
             if direction in ("push", "both") and have:
                 await _push(host, client, report, have, skip_push, push_headers)
+            if ran_out is not None:
+                raise ran_out
     except TimeoutError:
         report.error = f"deadline of {bounds.deadline_s:g}s passed"
     except ReconcileAborted as exc:
@@ -192,7 +208,10 @@ async def _rounds(
     message: bytes | None = negentropy.initiate()
     while message is not None:
         if report.rounds >= bounds.max_rounds:
-            raise ReconcileAborted(f"no agreement after {bounds.max_rounds} rounds")
+            raise _RoundsRanOut(
+                f"no agreement after {bounds.max_rounds} rounds (what they found was moved)",
+                list(have), list(need),
+            )  # fmt: skip
         report.rounds += 1
         report.bytes_sent += len(message)
         reply = await client.negentropy(

@@ -15,7 +15,9 @@ import pytest
 
 from relay import Relay, create_relay
 from relay.admin.purge import plan_purge
+from relay.config import RelayConfig
 from relay.reconcile.index import FingerprintIndex
+from relay.reconcile.initiator import ReconcileBounds
 from relay.scope import parse_scope
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import WorkloadBuilder, mixed_workload
@@ -118,4 +120,21 @@ async def test_large_ops_are_pulled_in_answers_under_the_response_cap() -> None:
         await source.ingest(b.tokens)
         report = await mirror.reconcile(url, "pull")
         assert report.error is None, report.error
+        assert await _cids(source) <= await _cids(mirror)
+
+
+async def test_runs_cut_short_by_the_round_bound_still_converge_run_by_run() -> None:
+    """A peer with a small frame limit needs many rounds for a large
+    difference: each run that runs out of rounds still moves what it found,
+    so the next gets further, and a few runs converge."""
+    source = create_relay(MemoryStore(), config=RelayConfig(sync_frame_limit=4096))
+    mirror = create_relay(MemoryStore())
+    bounds = ReconcileBounds(max_rounds=3, frame_limit=4096)
+    async with serve_on_loopback(source.app) as url, serve_on_loopback(mirror.app):
+        await source.ingest(mixed_workload(400, seed=405, now_ms=PAST_MS))
+        first = await mirror.reconcile(url, "pull", bounds=bounds)
+        assert "no agreement after 3 rounds" in (first.error or "") and first.sequenced > 0
+        for _ in range(30):
+            if (await mirror.reconcile(url, "pull", bounds=bounds)).error is None:
+                break
         assert await _cids(source) <= await _cids(mirror)
