@@ -53,6 +53,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol
 
 from peer.base import HOP_FORWARDED, HOP_STAND_IN_PREFIX, HOP_TO_COORDINATOR, coordinator_hop
 from relay.rules.outcomes import SequencedOp
@@ -133,6 +134,13 @@ class Arrivals:
         return len(self._by_token)
 
 
+class ForwardWatch(Protocol):
+    """What the out-links learn of the forward queue (``OutLinks``)."""
+
+    def forwarding(self, tokens: Sequence[str]) -> None: ...
+    def forwarded(self, tokens: Sequence[str], lost: bool = False) -> None: ...
+
+
 def _out(op: Routed, hop: str | None) -> Outgoing:
     return Outgoing(op.cid, op.jws_token, hop)
 
@@ -158,6 +166,8 @@ class FanOut:
         self.forwarded = 0  # ops x peers forwarded as a coordinator
         self.not_forwarded = 0  # hop-1 ops we could not place (reconciliation repairs)
         self.stood_in = 0  # coordinator roles given to a stand-in (the coordinator failing)
+        # the out-links: forwards held below their watermarks until handed to lanes
+        self.watch: ForwardWatch | None = None
 
     @property
     def rendezvous(self) -> bool:
@@ -230,11 +240,16 @@ class FanOut:
             self._enqueue(origin_url, ops, stand_in_for)
 
     def _enqueue(self, origin_url: str, ops: list[Routed], stand_in_for: str | None) -> None:
+        tokens = [op.jws_token for op in ops]
+        if self.watch is not None:
+            self.watch.forwarding(tokens)
         try:
             self._queue.put_nowait((origin_url, ops, stand_in_for))
         except asyncio.QueueFull:
             self.not_forwarded += len(ops)
             log.warning("fan-out: forward queue full; %d ops not forwarded", len(ops))
+            if self.watch is not None:
+                self.watch.forwarded(tokens, lost=True)
 
     def start(self) -> None:
         if self._task is None:
@@ -252,20 +267,25 @@ class FanOut:
     async def _run(self) -> None:
         while True:
             origin_url, ops, stand_in_for = await self._queue.get()
+            placed = False
             try:
-                await self._forward(origin_url, ops, stand_in_for)
+                placed = await self._forward(origin_url, ops, stand_in_for)
             except Exception:  # one bad batch must not end forwarding
                 log.exception("fan-out: forwarding for %s failed", origin_url)
             finally:
+                if self.watch is not None:
+                    self.watch.forwarded([op.jws_token for op in ops], lost=not placed)
                 self._queue.task_done()
 
     async def _forward(
         self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
-    ) -> None:
+    ) -> bool:
+        """Hand ``ops`` to the lanes of our share; False when they could not
+        be placed at all (we do not know our own DID yet)."""
         me = stand_in_for or self._self_did()
         if me is None:
             self.not_forwarded += len(ops)
-            return
+            return False
         if self._directory.peers_of(origin_url) is None:
             await self._directory.resolve(origin_url)
         per_url: dict[str, list[Outgoing]] = defaultdict(list)
@@ -284,6 +304,7 @@ class FanOut:
         for url, items in per_url.items():
             self.forwarded += len(items)
             self._gossip.send(url, items)
+        return True
 
     def _share(self, me: str, origin_url: str, op: Routed) -> list[str] | None:
         """The URLs of our lanes in our share of ``op`` (None: not ours)."""

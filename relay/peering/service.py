@@ -98,6 +98,7 @@ class Peering:
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
         self.reads.ledger = self.ledger
         self.repair.out_links = self.out_links
+        self.fanout.watch = self.out_links
         for lane in self.gossip.lanes.values():
             lane.watcher = self.out_links
         self._sync_loop: asyncio.Task[None] | None = None

@@ -39,6 +39,9 @@ class OutLinks:
         self._seq_of: dict[str, int] = {}
         self._outstanding: dict[str, dict[str, int]] = {}  # url -> token -> seq
         self._floor: dict[str, int] = {}
+        # ops a coordinator holds for the fan-out's forward task: which lanes
+        # get them is known only then, so they hold every lane's watermark
+        self._forwarding: dict[str, int] = {}  # token -> seq
 
     def start(self, urls: Sequence[str], head: int) -> None:
         """Our head at start; a link stored with a lower watermark keeps it as its floor."""
@@ -63,11 +66,34 @@ class OutLinks:
         for url in urls:  # their watermark moved with the head if nothing was queued
             self._report(url)
 
+    # the fan-out's forward queue (coordinators) ----------------------------------
+    def forwarding(self, tokens: Sequence[str]) -> None:
+        """Ops put on the forward queue (during ``offered``: their seqs are known)."""
+        for token in tokens:
+            seq = self._seq_of.get(token)
+            if seq is not None:
+                self._forwarding[token] = seq
+
+    def forwarded(self, tokens: Sequence[str], lost: bool = False) -> None:
+        """The forward task is done with ``tokens``: handed to their lanes
+        (``queued`` took them), not ours to forward, or ``lost`` (the queue
+        was full): then every lane is held below them until a repair."""
+        seqs = [s for s in (self._forwarding.pop(t, None) for t in tokens) if s is not None]
+        if lost and seqs:
+            for url in self._outstanding.keys() | self._floor.keys() | set(self._lanes()):
+                self._floor[url] = min(self._floor.get(url, self.head), min(seqs) - 1)
+                self.ledger.note(url, "out", state="repairing")
+        for url in self._lanes():
+            self._report(url)
+
+    def _lanes(self) -> list[str]:
+        return [link.peer_url for link in self.ledger.links() if link.direction == "out"]
+
     # LaneWatcher -----------------------------------------------------------------
     def queued(self, url: str, tokens: Sequence[str]) -> None:
         lane = self._outstanding.setdefault(url, {})
         for token in tokens:
-            seq = self._seq_of.get(token)
+            seq = self._seq_of.get(token) or self._forwarding.get(token)
             if seq is not None:
                 lane[token] = seq
 
@@ -115,6 +141,8 @@ class OutLinks:
         marks = [self.head, self._floor.get(url, self.head)]
         if outstanding:
             marks.append(min(outstanding.values()) - 1)
+        if self._forwarding:
+            marks.append(min(self._forwarding.values()) - 1)
         return max(0, min(marks))
 
     def _report(self, url: str) -> None:

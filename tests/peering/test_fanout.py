@@ -98,6 +98,40 @@ async def test_a_coordinator_down_leaves_gaps_that_reconciliation_repairs(tmp_pa
         assert mesh.peering(0).fanout.not_forwarded == 0
 
 
+async def test_a_forward_lost_to_a_down_peer_holds_the_coordinators_watermark(
+    tmp_path: Path,
+) -> None:
+    """A coordinator's forwards count on its out-links like its own pushes:
+    one it gave up on leaves that link repairing, held below the op, until
+    a reconciliation pushed to the peer."""
+    tokens = mixed_workload(60, seed=24, now_ms=PAST_MS)
+    config = replace(RENDEZVOUS, gossip_max_attempts=2)
+    async with in_process_mesh(tmp_path, N, config=config, **GOSSIP_ONLY) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        down = mesh.urls[3]
+        mesh.transport.down(down)
+        await post_all(mesh.http, mesh.urls[0], tokens)
+        await mesh.settle_gossip()
+        coordinators = [i for i in range(1, N) if i != 3 and mesh.peering(i).fanout.forwarded]
+        held = [
+            i for i in coordinators
+            if mesh.peering(i).out_links.watermark(down) < mesh.peering(i).out_links.head
+        ]  # fmt: skip
+        assert held, "some coordinator lost forwards to the down peer"
+        for i in held:
+            assert mesh.peering(i).ledger.get(down, "out").state == "repairing"
+        mesh.transport.up(down)
+        for i in held:  # the repair path of the reconcile behaviour (and of the admin call)
+            for _ in range(2):  # the first also pulls the peer's own ops: the head moves on
+                report = await mesh.peering(i).repair.run_once(down)
+                assert report is not None and report.ok, report
+                await mesh.settle_gossip()  # what those ops set off is forwarded
+            out_links = mesh.peering(i).out_links
+            assert out_links.watermark(down) == out_links.head
+            assert mesh.peering(i).ledger.get(down, "out").state == "live"
+
+
 async def test_a_coordinator_seen_failing_is_stood_in_for_so_its_share_still_gets_ops(
     tmp_path: Path,
 ) -> None:
