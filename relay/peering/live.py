@@ -47,6 +47,7 @@ log = logging.getLogger("dfos_relay.peering")
 
 FEED_CURSOR_SUFFIX = "#changes"
 LIVE_BATCH = 100  # ops ingested together while catching up
+REPLAY_CALLS = 20  # catch-up calls (of a few budgets each) one gap-repair attempt makes at most
 
 
 class LiveFollow:
@@ -65,7 +66,8 @@ class LiveFollow:
         self.polling: set[str] = set()  # peers without a feed, polled instead
         self.ledger = LinkLedger()  # the peering service shares its own
         self._waiting: dict[str, dict[str, str]] = {}  # per peer: cid -> token of waiting ops
-        self._replaying: set[str] = set()  # peers whose log replay after a gap is not done
+        # peers whose log replay after a gap is not done: the log cursor before it
+        self._replaying: dict[str, str | None] = {}
 
     def start(self, host: PeeringHost) -> None:
         self._waiting.clear()  # another process may have pulled since: the ledger tells
@@ -194,7 +196,11 @@ class LiveFollow:
         interval = self._config.sync_interval_s or 1.0
         while True:
             await self.ledger.wait_unpaused(url, "in")
-            await self._sync.catch_up(url, cycles=1)  # one budget an interval, as sync does
+            try:
+                await self._sync.catch_up(url, cycles=1)  # one budget an interval, as sync does
+            except Exception as exc:  # our store, say: the poll goes on after a pause
+                log.warning("polling peer %s failed: %s", url, describe(exc))
+                await self.ledger.failure(url, "in", exc)
             await asyncio.sleep(interval)
 
     async def _resync(self, host: PeeringHost, url: str, key: str) -> None:
@@ -211,15 +217,27 @@ class LiveFollow:
         # peer's log is the fallback for a peer that cannot reconcile. Only a
         # repair that got there moves the feed cursor to the head: a replay
         # cut short goes on (from where it stopped) at the next attempt.
-        if self._repair is not None and await self._repair.repaired(url):
-            self._replaying.discard(url)
-        else:
-            _, done = await self._sync.catch_up(url, from_start=url not in self._replaying)
-            if not done:
-                self._replaying.add(url)
-                raise FeedClientError(f"{url}: its log is not replayed to the end yet")
-            self._replaying.discard(url)
+        if not (self._repair is not None and await self._repair.repaired(url)):
+            await self._replay(host, url)
+        self._replaying.pop(url, None)
         await host.store.set_peer_cursor(key, f"{epoch}.{head}")
+
+    async def _replay(self, host: PeeringHost, url: str) -> None:
+        """The peer's log from its start, in calls of a few budgets while
+        they get on (``REPLAY_CALLS`` an attempt, then ``FeedClientError``:
+        the next attempt, after a pause, goes on from where this one got).
+        Until the replay saved a cursor of its own, an attempt starts over:
+        the cursor from before the gap may mean nothing on the peer now."""
+        log_key = self._sync.cursor_key(url)
+        before = self._replaying.setdefault(url, await host.store.get_peer_cursor(log_key))
+        for _ in range(REPLAY_CALLS):
+            from_start = await host.store.get_peer_cursor(log_key) == before
+            _, done = await self._sync.catch_up(url, from_start=from_start)
+            if done:
+                return
+            if self._sync.failed(url) or self.ledger.paused(url, "in"):
+                raise FeedClientError(f"{url}: its log could not be replayed to the end")
+        raise FeedClientError(f"{url}: its log is not replayed to the end yet (going on)")
 
 
 def _seq_of(token: str) -> int:

@@ -105,6 +105,10 @@ class SyncIn:
         new, _ = await self.catch_up(url, from_start)
         return new
 
+    def failed(self, url: str) -> bool:
+        """The last cycle with ``url`` failed (it is backed off)."""
+        return url in self._failed
+
     async def catch_up(
         self, url: str, from_start: bool = False, cycles: int = MAX_CYCLES_PER_CALL
     ) -> tuple[int, bool]:

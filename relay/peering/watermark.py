@@ -41,11 +41,14 @@ class OutLinks:
         self._floor: dict[str, int] = {}
         # ops a coordinator holds for the fan-out's forward task: which lanes
         # get them is known only then, so they hold every lane's watermark
-        self._forwarding: dict[str, int] = {}  # token -> seq
+        self._forwarding: dict[str, list[int]] = {}  # token -> [seq, batches holding it]
+        self._forward_min: int | None = None  # the lowest seq held so
+        self._urls: set[str] = set()  # the out-links reported
 
     def start(self, urls: Sequence[str], head: int) -> None:
         """Our head at start; a link stored with a lower watermark keeps it as its floor."""
         self.head = head
+        self._urls.update(urls)
         for url in urls:
             stored = self.ledger.get(url, "out").applied_token
             if stored is not None and stored.isascii() and stored.isdigit() and int(stored) < head:
@@ -63,43 +66,70 @@ class OutLinks:
 
     def offer_done(self, urls: Sequence[str]) -> None:
         self._seq_of.clear()
+        self._urls.update(urls)
         for url in urls:  # their watermark moved with the head if nothing was queued
             self._report(url)
 
     # the fan-out's forward queue (coordinators) ----------------------------------
     def forwarding(self, tokens: Sequence[str]) -> None:
-        """Ops put on the forward queue (during ``offered``: their seqs are known)."""
+        """Ops put on the forward queue (during ``offered``: their seqs are
+        known). A token may sit in two batches (as coordinator and stand-in):
+        it is held until both are done."""
         for token in tokens:
             seq = self._seq_of.get(token)
-            if seq is not None:
-                self._forwarding[token] = seq
+            if seq is None:
+                continue
+            held = self._forwarding.get(token)
+            if held is None:
+                self._forwarding[token] = [seq, 1]
+            else:
+                held[1] += 1
+            if self._forward_min is None or seq < self._forward_min:
+                self._forward_min = seq
 
     def forwarded(self, tokens: Sequence[str], lost: bool = False) -> None:
         """The forward task is done with ``tokens``: handed to their lanes
         (``queued`` took them), not ours to forward, or ``lost`` (the queue
         was full): then every lane is held below them until a repair."""
-        seqs = [s for s in (self._forwarding.pop(t, None) for t in tokens) if s is not None]
+        seqs: list[int] = []
+        released = False
+        for token in tokens:
+            held = self._forwarding.get(token)
+            if held is None:
+                continue
+            seqs.append(held[0])
+            held[1] -= 1
+            if held[1] == 0:
+                del self._forwarding[token]
+                released = released or held[0] == self._forward_min
         if lost and seqs:
-            for url in self._outstanding.keys() | self._floor.keys() | set(self._lanes()):
+            for url in self._urls:
                 self._floor[url] = min(self._floor.get(url, self.head), min(seqs) - 1)
                 self.ledger.note(url, "out", state="repairing")
-        for url in self._lanes():
-            self._report(url)
+        if released:
+            self._forward_min = min((h[0] for h in self._forwarding.values()), default=None)
+        if released or (lost and seqs):  # the watermarks move only then
+            for url in self._urls:
+                self._report(url)
 
-    def _lanes(self) -> list[str]:
-        return [link.peer_url for link in self.ledger.links() if link.direction == "out"]
+    def _held_seq(self, token: str) -> int | None:
+        seq = self._seq_of.get(token)
+        if seq is None and (held := self._forwarding.get(token)) is not None:
+            seq = held[0]
+        return seq
 
     # LaneWatcher -----------------------------------------------------------------
     def queued(self, url: str, tokens: Sequence[str]) -> None:
+        self._urls.add(url)
         lane = self._outstanding.setdefault(url, {})
         for token in tokens:
-            seq = self._seq_of.get(token) or self._forwarding.get(token)
+            seq = self._held_seq(token)
             if seq is not None:
                 lane[token] = seq
 
     def lost(self, url: str, tokens: Sequence[str]) -> None:
         lane = self._outstanding.setdefault(url, {})
-        seqs = [s for s in (lane.pop(t, None) or self._seq_of.get(t) for t in tokens) if s]
+        seqs = [s for s in (lane.pop(t, None) or self._held_seq(t) for t in tokens) if s]
         if seqs:
             self._floor[url] = min(self._floor.get(url, self.head), min(seqs) - 1)
             self.ledger.note(url, "out", state="repairing")
@@ -141,8 +171,8 @@ class OutLinks:
         marks = [self.head, self._floor.get(url, self.head)]
         if outstanding:
             marks.append(min(outstanding.values()) - 1)
-        if self._forwarding:
-            marks.append(min(self._forwarding.values()) - 1)
+        if self._forward_min is not None:
+            marks.append(self._forward_min - 1)
         return max(0, min(marks))
 
     def _report(self, url: str) -> None:

@@ -46,10 +46,22 @@ class FingerprintIndex:
         self.rebuild_seconds: float | None = None
         self._lock = asyncio.Lock()
         self._build: asyncio.Task[None] | None = None
+        self._stale = False  # a rebuild is due (a purge) after the one under way
 
     def start(self) -> None:
         if self._build is None:
-            self._build = asyncio.create_task(self.rebuild(), name="fingerprint index build")
+            self._begin_build()
+
+    def _begin_build(self) -> None:
+        self._stale = True
+        if self._build is None or self._build.done():
+            self._build = asyncio.create_task(self._build_while_stale(), name="fingerprint index")
+
+    async def _build_while_stale(self) -> None:
+        # purges in a row while a build runs make one more build, not one each
+        while self._stale:
+            self._stale = False
+            await self.rebuild()
 
     async def stop(self) -> None:
         if self._build is not None:
@@ -60,9 +72,9 @@ class FingerprintIndex:
 
     def invalidate(self) -> None:
         """Rebuild from the store (ops were removed from it: a purge). A
-        build under way is left to finish (rounds wait on it); the new one
-        runs after it (the lock)."""
-        self._build = asyncio.create_task(self.rebuild(), name="fingerprint index rebuild")
+        build under way is left to finish (rounds wait on it) and is then
+        followed by one more."""
+        self._begin_build()
 
     async def ready(self) -> FingerprintTree:
         """The tree, current with every commit visible in the store now. A
@@ -73,8 +85,9 @@ class FingerprintIndex:
         build = self._build
         assert build is not None
         if build.done() and not build.cancelled() and build.exception() is not None:
-            build = asyncio.create_task(self.rebuild(), name="fingerprint index build")
-            self._build = build
+            self._begin_build()
+            build = self._build
+            assert build is not None
         await asyncio.shield(build)
         await self.catch_up()
         return self.tree
@@ -82,14 +95,15 @@ class FingerprintIndex:
     async def rebuild(self) -> None:
         started = time.perf_counter()
         async with self._lock:
-            self.epoch = await self._store.get_feed_epoch()  # read first: a later purge shows
+            epoch = await self._store.get_feed_epoch()  # read first: a later purge shows
             items: list[tuple[int, bytes]] = []
             seq = 0
             while page := await self._store.read_sync_items(seq, READ_PAGE):
                 items.extend(op_item(created, cid) for _, created, cid in page)
                 seq = page[-1][0]
-            self.tree = FingerprintTree(items)
-            self.seq = seq
+            # all three at once: a build that fails leaves the old epoch, so
+            # the next round sees the change and builds again
+            self.tree, self.seq, self.epoch = FingerprintTree(items), seq, epoch
         self.rebuild_seconds = time.perf_counter() - started
         log.info("fingerprint index: %d ops in %.2fs", self.tree.size(), self.rebuild_seconds)
 

@@ -194,18 +194,22 @@ async def test_a_malformed_feed_is_a_failure_of_that_peer_retried_not_the_end(fa
     # the relay stopped cleanly (its lifespan ended without an error)
 
 
-def _flaky(relay: Relay, outage_s: float) -> Starlette:
-    """``relay`` whose feed answers one 410, and whose log and sync routes fail
-    for ``outage_s`` after it: the gap cannot be repaired at once."""
+def _flaky(relay: Relay, outage_s: float, reconciles: bool = True) -> Starlette:
+    """``relay`` whose feed answers one 410 (and one to every token of epoch
+    "x"), and whose log and sync routes fail for ``outage_s`` after it: the
+    gap cannot be repaired at once; without ``reconciles``, only by its log."""
     state: dict[str, float] = {}
 
     async def changes(request: Request) -> Response:
-        if "gone_at" not in state:
-            state["gone_at"] = asyncio.get_running_loop().time()
+        old_epoch = request.query_params.get("since", "").startswith("x.")
+        if "gone_at" not in state or old_epoch:  # a token of epoch "x" is always gone
+            state.setdefault("gone_at", asyncio.get_running_loop().time())
             return JSONResponse({"error": "gone", "minSeq": 1, "epoch": "x"}, status_code=410)
         return await _forward(relay, request)
 
     async def failing(request: Request) -> Response:
+        if not reconciles and request.url.path.startswith("/sync/"):
+            return JSONResponse({"error": "not found"}, status_code=404)
         down = asyncio.get_running_loop().time() - state.get("gone_at", 0) < outage_s
         if "gone_at" in state and down:
             return JSONResponse({"error": "unavailable"}, status_code=503)
@@ -249,3 +253,18 @@ async def test_a_gap_repair_that_fails_is_retried_before_following_on() -> None:
             peering = follower.peering
             assert isinstance(peering, Peering)
             assert peering.ledger.get(url, "in").state != "repairing"
+
+
+async def test_a_gap_replay_that_failed_at_once_starts_over_the_next_time() -> None:
+    """The log cursor from before the gap may mean nothing on the peer now:
+    until the replay saved one of its own, every attempt reads from the start."""
+    source = create_relay(MemoryStore())
+    async with serve_on_loopback(_flaky(source, outage_s=1.0, reconciles=False)) as url:
+        await source.ingest(mixed_workload(30, seed=115, now_ms=PAST_MS))
+        entries = (await source.store.read_log(None, 1000)).entries
+        store = MemoryStore()
+        await store.set_peer_cursor(url, entries[len(entries) // 2].cid)  # from before the gap
+        await store.set_peer_cursor(url + FEED_CURSOR_SUFFIX, "x.5")  # an epoch now gone
+        follower = create_relay(store, peering=build_peering([live_only(url)], None, FAST))
+        async with serve_on_loopback(follower.app):
+            await until_contains(follower, source)  # the first half too

@@ -138,3 +138,20 @@ async def test_runs_cut_short_by_the_round_bound_still_converge_run_by_run() -> 
             if (await mirror.reconcile(url, "pull", bounds=bounds)).error is None:
                 break
         assert await _cids(source) <= await _cids(mirror)
+
+
+async def test_purges_in_a_row_make_one_more_build_and_stop_ends_it(tmp_path: Path) -> None:
+    store = await _sqlite_with_ops(tmp_path / "relay.db")
+    try:
+        index = FingerprintIndex(store)
+        index.start()
+        for _ in range(10):
+            index.invalidate()
+        builds = [t for t in asyncio.all_tasks() if t.get_name().startswith("fingerprint index")]
+        assert len(builds) == 1  # the one under way goes on once more, not ten times
+        assert (await asyncio.wait_for(index.ready(), 30)).size() == await store.log_length()
+        index.invalidate()
+        await index.stop()
+        assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("fingerprint")]
+    finally:
+        await store.close()
