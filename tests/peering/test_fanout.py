@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from relay.protocol import decode_jws
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
     FAST,
+    Mesh,
     assert_converged,
     global_log,
     in_process_mesh,
@@ -76,15 +79,25 @@ async def test_direct_push_below_the_threshold_floods_as_before(tmp_path: Path) 
     assert all(p.hop is None for p in posts)
 
 
-async def test_a_coordinator_down_leaves_gaps_that_reconciliation_repairs(tmp_path: Path) -> None:
-    tokens = mixed_workload(60, seed=23, now_ms=PAST_MS)
-    async with in_process_mesh(tmp_path, N, config=RENDEZVOUS, **GOSSIP_ONLY) as mesh:
+@asynccontextmanager
+async def posted_while_one_is_down(
+    tmp_path: Path, config: PeeringConfig, seed: int
+) -> AsyncIterator[tuple[Mesh, str]]:
+    """A settled mesh of ``N`` to whose relay 0 a workload was posted while
+    relay 3 was down (still down): (the mesh, relay 3's URL)."""
+    tokens = mixed_workload(60, seed=seed, now_ms=PAST_MS)
+    async with in_process_mesh(tmp_path, N, config=config, **GOSSIP_ONLY) as mesh:
         await mesh.resolve_peers()
         await mesh.settle_gossip()
         down = mesh.urls[3]
         mesh.transport.down(down)
         await post_all(mesh.http, mesh.urls[0], tokens)
         await mesh.settle_gossip()
+        yield mesh, down
+
+
+async def test_a_coordinator_down_leaves_gaps_that_reconciliation_repairs(tmp_path: Path) -> None:
+    async with posted_while_one_is_down(tmp_path, RENDEZVOUS, 23) as (mesh, down):
         mesh.transport.up(down)
         have = [{e["cid"] for e in await global_log(mesh.http, url)} for url in mesh.urls]
         # gossip alone left holes beyond the down relay: its shares missed ops
@@ -104,15 +117,8 @@ async def test_a_forward_lost_to_a_down_peer_holds_the_coordinators_watermark(
     """A coordinator's forwards count on its out-links like its own pushes:
     one it gave up on leaves that link repairing, held below the op, until
     a reconciliation pushed to the peer."""
-    tokens = mixed_workload(60, seed=24, now_ms=PAST_MS)
     config = replace(RENDEZVOUS, gossip_max_attempts=2)
-    async with in_process_mesh(tmp_path, N, config=config, **GOSSIP_ONLY) as mesh:
-        await mesh.resolve_peers()
-        await mesh.settle_gossip()
-        down = mesh.urls[3]
-        mesh.transport.down(down)
-        await post_all(mesh.http, mesh.urls[0], tokens)
-        await mesh.settle_gossip()
+    async with posted_while_one_is_down(tmp_path, config, 24) as (mesh, down):
         coordinators = [i for i in range(1, N) if i != 3 and mesh.peering(i).fanout.forwarded]
         held = [
             i for i in coordinators
