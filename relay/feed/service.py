@@ -216,6 +216,7 @@ class Subscription:
         hub = self.feed.hub
         cache = self.feed.cache
         remaining = None if eose_sent else flt.limit  # it bounds the replay only
+        last_eose = self.cursor if eose_sent else -1  # one EOSE per position
         woken = False
         while True:
             self._check_epoch()
@@ -248,12 +249,14 @@ class Subscription:
                     remaining -= len(events)
                     if remaining == 0:  # the replay is over; live goes on past it
                         yield Eose(self.token)
+                        last_eose = self.cursor
                         if not flt.live:
                             return
                         eose_sent, remaining = True, None  # the rest streams at once
             done = flt.until_seq is not None and self.cursor >= flt.until_seq
-            if not eose_sent or done:
+            if not eose_sent or (done and last_eose != self.cursor):
                 yield Eose(self.token)
+                last_eose = self.cursor
                 eose_sent, remaining = True, None  # the replay is over: live is not limited
             if done or not flt.live:
                 return

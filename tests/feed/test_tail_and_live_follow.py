@@ -176,6 +176,12 @@ async def test_a_limit_the_replay_did_not_use_up_does_not_end_live_events(
     assert [e[1]["seq"] for e in events if e[0] == "op"] == list(range(head, until + 1))
 
 
+async def test_a_limit_used_up_at_until_seq_sends_one_eose(served: Served) -> None:
+    await served.relay.ingest(mixed_workload(10, seed=67, now_ms=PAST_MS))
+    events = await read_sse(served.url, "since=0&live=true&limit=4&until_seq=4")
+    assert [e[0] for e in events] == ["status", "op", "op", "op", "op", "eose"]
+
+
 async def test_a_live_bootstrap_sends_one_eose_then_live_events(served: Served) -> None:
     head, until, events = await _read_while_more_commit(
         served, 65, lambda head, until: f"mode=bootstrap&live=true&until_seq={until}"
