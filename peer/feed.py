@@ -11,7 +11,6 @@ URL) and a relay without a feed (a v0.7.1 relay: 404) raises
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from typing import Any
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
+
+from relay.protocol.untrusted import ascii_decimal, json_value
 
 
 class FeedClientError(Exception):
@@ -136,8 +137,8 @@ def _reached(position: str | None, until_seq: int | None) -> bool:
     """``position`` (a token or a seq) is at ``until_seq`` or past it."""
     if until_seq is None or position is None:
         return False
-    seq = position.rpartition(".")[2]
-    return seq.isascii() and seq.isdigit() and int(seq) >= until_seq
+    seq = ascii_decimal(position.rpartition(".")[2])
+    return seq is not None and seq >= until_seq
 
 
 def _fields(opts: FollowOptions) -> dict[str, Any]:
@@ -169,8 +170,8 @@ def _event_data(url: str, event: str, text: str) -> dict[str, Any]:
     """An event's data: a JSON object, or the connection is broken (retried
     with backoff, like any other fault of the peer's stream)."""
     try:
-        data = json.loads(text) if text else {}
-    except (ValueError, RecursionError):
+        data = json_value(text) if text else {}
+    except ValueError:
         data = None
     if not isinstance(data, dict):
         raise httpx.RemoteProtocolError(f"{url}: feed event {event!r} is not a JSON object")

@@ -13,7 +13,6 @@ log (the caller logs once, with the peer URL, when it decides what to do).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from peer.base import (
     PeerUnreachable,
     parse_log_page,
 )
+from relay.protocol.untrusted import ascii_decimal, json_value
 
 DEFAULT_CONNECT_TIMEOUT_S = 2.0
 DEFAULT_READ_TIMEOUT_S = 10.0
@@ -165,8 +165,8 @@ class HttpPeerClient:
         if not body:
             return status, None
         try:
-            return status, json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return status, json_value(body)
+        except ValueError as exc:
             if 200 <= status < 300:
                 raise PeerMalformedPage(peer_url, f"{method} {path}: body is not JSON") from exc
             return status, None
@@ -205,12 +205,8 @@ class HttpPeerClient:
     async def _read_capped(self, peer_url: str, response: httpx.Response) -> bytes:
         cap = self.limits.max_response_bytes
         declared = response.headers.get("content-length")
-        if (
-            declared is not None
-            and declared.isascii()
-            and declared.isdigit()
-            and int(declared) > cap
-        ):
+        size_declared = ascii_decimal(declared) if declared is not None else None
+        if size_declared is not None and size_declared > cap:
             raise PeerResponseTooLarge(peer_url, f"declared {declared} bytes > cap {cap}")
         chunks: list[bytes] = []
         size = 0

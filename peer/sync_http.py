@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import httpx
 from peer.base import PeerBadStatus, PeerMalformedPage
 from peer.feed import FeedClientError, FollowOptions, follow
 from peer.http import HttpPeerClient, _error_text
+from relay.protocol.untrusted import json_value
 
 NEGENTROPY_PATH = "/sync/negentropy"
 OPERATIONS_PATH = "/sync/operations"
@@ -142,6 +142,6 @@ def _strings(value: object) -> bool:
 
 def _json_error(body: bytes) -> str:
     try:
-        return _error_text(json.loads(body))
-    except (ValueError, RecursionError):
+        return _error_text(json_value(body))
+    except ValueError:
         return ""

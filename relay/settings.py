@@ -62,6 +62,7 @@ from relay.peering.config import (
     PeeringConfig,
 )
 from relay.protocol import is_dfos_did
+from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, load_scope_file, parse_scope
 
 ENV_PREFIX = "DFOS_RELAY_"
@@ -197,7 +198,7 @@ class ServeSettings:
 def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = text.strip()
-        number = int(value) if value.isascii() and value.isdigit() else None  # not "²"
+        number = ascii_decimal(value)
         if number is None or number < low or (high is not None and number > high):
             bound = f"{low}..{high}" if high is not None else f">= {low}"
             raise ValueError(f"expected an integer {bound}, got {text!r}")

@@ -38,6 +38,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
+from relay.protocol.untrusted import ascii_decimal
 from stores.base import StoreError
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.postgres_lease import AdvisoryLease
@@ -171,8 +172,8 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
 
         def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            if payload.isascii() and payload.isdigit():
-                on_head(int(payload))
+            if (head := ascii_decimal(payload)) is not None:
+                on_head(head)
 
         await conn.add_listener(self._channel, heard)
 

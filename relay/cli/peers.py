@@ -29,13 +29,13 @@ class PeersError(Exception):
 
 async def read_links(store_url: str) -> list[LinkView]:
     from relay.asgi import store_from_url
-    from relay.cli.verify import _missing_sqlite_file
+    from relay.cli.verify import holds_no_store
     from stores.base import StoreError
 
     store = store_from_url(store_url)
-    missing = _missing_sqlite_file(store_url)
-    if missing is not None:
-        raise PeersError(f"store {store_url}: no SQLite file at {missing}")
+    absent = await holds_no_store(store)
+    if absent is not None:
+        raise PeersError(f"store {store_url}: {absent}")
     try:
         await store.open()
         try:

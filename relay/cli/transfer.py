@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import httpx
 
 from relay.cli.progress import Progress
 from relay.config import MAX_OPERATIONS_PER_REQUEST
+from relay.protocol.untrusted import json_value
 
 if TYPE_CHECKING:
     from relay.engine import Relay
@@ -111,8 +111,9 @@ def read_tokens(path: Path) -> Iterator[str]:
 
 def _token_of(path: Path, number: int, line: str) -> str:
     try:
-        token = json.loads(line).get("jwsToken")
-    except (ValueError, AttributeError, RecursionError):
+        value = json_value(line)
+        token = value.get("jwsToken") if isinstance(value, dict) else None
+    except ValueError:
         token = None
     if not isinstance(token, str):
         raise TransferError(f"{path}:{number}: not a log entry with a jwsToken")

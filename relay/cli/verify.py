@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from pathlib import Path
-from urllib.parse import urlsplit
 
 from relay.audit import audit_store
 from relay.cli.progress import Progress
@@ -24,21 +22,16 @@ class VerifyError(Exception):
     """One line for the operator."""
 
 
-def _missing_sqlite_file(url: str) -> Path | None:
-    """An SQLite URL naming no file: auditing must not create an empty store."""
-    if urlsplit(url).scheme != "sqlite":
-        return None
-    path = Path(url.split("://", 1)[1][1:])
-    return None if path.is_file() else path
-
-
-async def _holds_no_store(store: object) -> str | None:
+async def holds_no_store(store: object) -> str | None:
     """Why ``store`` (opened, it would be migrated) holds no relay store yet,
-    or None: an audit reads what is there and never creates a schema."""
+    or None: a command that reads a store (an audit, the ledger) never
+    creates one."""
     from stores.postgres import PostgresStore
     from stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
+        if not store.path.is_file():
+            return f"no SQLite file at {store.path}"
         read_only = store.path.absolute().as_uri() + "?mode=ro"  # quotes '#', '?', '%'
         try:
             with contextlib.closing(sqlite3.connect(read_only, uri=True)) as db:
@@ -73,10 +66,7 @@ async def verify_store_command(store_url: str) -> int:
     from stores.base import StoreError
 
     store = store_from_url(store_url)
-    missing = _missing_sqlite_file(store_url)
-    if missing is not None:
-        raise VerifyError(f"store {store_url}: no SQLite file at {missing}")
-    absent = await _holds_no_store(store)
+    absent = await holds_no_store(store)
     if absent is not None:
         raise VerifyError(f"store {store_url}: {absent} (nothing to audit; nothing was created)")
     progress = Progress("verify-store")

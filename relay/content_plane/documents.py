@@ -8,9 +8,8 @@ chain (the route compares ``OperationRecord.chain_id``).
 
 from __future__ import annotations
 
-import json
-
 from relay.protocol import ProtocolError, cid_of, decode_jws
+from relay.protocol.untrusted import json_value
 
 from .errors import InvalidDocument
 
@@ -34,8 +33,8 @@ def check_document(body: bytes, document_cid: str) -> None:
     is hashed, so formatting (whitespace, key order) does not matter.
     """
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        value = json_value(body)
+    except ValueError as exc:
         raise InvalidDocument("the document is not valid JSON") from exc
     try:
         actual = cid_of(value)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from relay.feed.errors import FeedRequestError
 from relay.feed.tokens import Since, parse_since
 from relay.protocol.ids import is_content_id, is_dfos_did
+from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, ScopeError, parse_scope
 from stores.base import FeedEntry
 
@@ -105,8 +106,8 @@ def _chains(raw: Any) -> frozenset[str]:
 def _int(name: str, raw: Any, low: int, high: int) -> int:
     if isinstance(raw, bool):
         raise FeedRequestError(f"{name} must be an integer")
-    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
-        raw = int(raw.strip())
+    if isinstance(raw, str) and (number := ascii_decimal(raw.strip())) is not None:
+        raw = number
     if not isinstance(raw, int) or not low <= raw <= high:
         raise FeedRequestError(f"{name} must be an integer {low}..{high}")
     return raw

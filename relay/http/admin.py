@@ -23,7 +23,6 @@ and their audit lines are ``relay.admin.service``.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +35,7 @@ from relay.admin.audit import audit
 from relay.admin.auth import token_signer
 from relay.admin.service import Admin, AdminError, BanListing, BanOutcome
 from relay.peering.api import PeerState
+from relay.protocol.untrusted import json_value
 
 from .content import identity_state
 from .context import relay_of
@@ -90,8 +90,8 @@ async def _body(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
+        body = json_value(raw)
+    except ValueError:
         raise ApiError(400, "the body must be a JSON object") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")

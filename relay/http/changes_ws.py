@@ -38,6 +38,7 @@ from relay.feed import (
     Subscription,
     filter_from_json,
 )
+from relay.protocol.untrusted import json_value
 
 from .changes import bootstrap_url, count_error
 from .context import relay_of
@@ -148,8 +149,8 @@ class _Socket:
         try:
             if len(text) > MAX_WS_MESSAGE_BYTES:
                 raise FeedRequestError(f"message over {MAX_WS_MESSAGE_BYTES} bytes")
-            frame = json.loads(text)
-        except (ValueError, RecursionError):
+            frame = json_value(text)
+        except ValueError:
             await self.send_frame(["NOTICE", "message is not JSON"])
             return
         except FeedRequestError as exc:

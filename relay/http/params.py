@@ -6,6 +6,7 @@ from starlette.requests import Request
 
 from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
 from relay.protocol import is_cid
+from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, ScopeError, parse_scope
 
 from .errors import ApiError
@@ -19,9 +20,9 @@ def page_params(request: Request) -> tuple[str | None, int]:
     raw = request.query_params.get("limit")
     if raw is None:
         return after, DEFAULT_LOG_LIMIT
-    if not (raw.isascii() and raw.isdigit()):
+    limit = ascii_decimal(raw)
+    if limit is None:
         raise ApiError(400, "limit must be a positive integer")
-    limit = int(raw)
     if not 1 <= limit <= MAX_LOG_LIMIT:
         raise ApiError(400, f"limit must be between 1 and {MAX_LOG_LIMIT}")
     return after, limit
@@ -43,7 +44,7 @@ def scope_param(request: Request) -> Scope | None:
 async def read_body_capped(request: Request, cap: int) -> bytes:
     """The request body, or 413 once it exceeds ``cap`` bytes."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > cap:
+    if declared is not None and (ascii_decimal(declared) or 0) > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
     chunks: list[bytes] = []
     size = 0

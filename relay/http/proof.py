@@ -7,7 +7,6 @@ the engine or the store reader, and shape the answer through ``wire``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 import orjson
@@ -23,6 +22,7 @@ from peer.base import (
 )
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
+from relay.protocol.untrusted import json_value
 from relay.scope.pages import scoped_log_page
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
 from stores.base import ChainRecord, LogPage, UnknownCursorError
@@ -58,8 +58,8 @@ def parse_operations_body(body: bytes) -> list[str]:
         data = orjson.loads(body)  # fast; json decides whatever orjson refuses
     except orjson.JSONDecodeError:
         try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            data = json_value(body)
+        except ValueError as exc:
             raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or "operations" not in data:
         raise ApiError(400, 'request body must be {"operations": [...]}')

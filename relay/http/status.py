@@ -16,13 +16,12 @@ These routes sit in the table before ``GET /operations/{cid}`` so that
 
 from __future__ import annotations
 
-import json
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from relay.protocol import is_cid
+from relay.protocol.untrusted import json_value
 
 from . import wire
 from .context import relay_of
@@ -43,8 +42,8 @@ async def get_op_status(request: Request) -> JSONResponse:
 def parse_status_body(body: bytes) -> list[str]:
     """The ``{"cids": [...]}`` body of POST /operations/status, or 400."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        data = json_value(body)
+    except ValueError as exc:
         raise ApiError(400, "request body is not valid JSON") from exc
     if not isinstance(data, dict) or not isinstance(data.get("cids"), list):
         raise ApiError(400, 'request body must be {"cids": [...]}')

@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from relay.protocol.untrusted import json_value
 from relay.reconcile.server import (
     SyncRequestError,
     answer_round,
@@ -56,8 +55,8 @@ async def post_sync_operations(request: Request) -> JSONResponse:
     relay = relay_of(request)
     body = await read_body_capped(request, MAX_FETCH_BODY_BYTES)
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        data = json_value(body)
+    except ValueError as exc:
         raise ApiError(400, "request body is not valid JSON") from exc
     try:
         cids = parse_cids(data)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relay.protocol.untrusted import ascii_decimal
 from stores.base import LinkRecord
 
 
@@ -26,8 +27,7 @@ def token_seq(token: str | None) -> int | None:
     """The seq in a feed token ``<epoch>.<seq>`` or a bare seq (None otherwise)."""
     if token is None:
         return None
-    tail = token.rpartition(".")[2]
-    return int(tail) if tail.isascii() and tail.isdigit() else None
+    return ascii_decimal(token.rpartition(".")[2])
 
 
 def link_view(record: LinkRecord, now_ms: int, our_head: int) -> LinkView:

@@ -39,6 +39,7 @@ from relay.rules.outcomes import IngestionResult, Status
 from .config import PeeringConfig
 from .host import PeeringHost
 from .ledger import LinkLedger, describe
+from .link_view import token_seq
 from .repair import ReconcileRepair
 from .sync import SyncIn
 from .tasks import cancel_all
@@ -106,17 +107,18 @@ class LiveFollow:
                 try:
                     await self._resync(host, url, key)
                 except Exception as failed:  # still repairing: the next gap goes on with it
-                    log.warning("repairing peer %s: %s", url, describe(failed))
-                    await self.ledger.failure(url, "in", failed)
-                    await asyncio.sleep(delay)
-                    delay = min(self._config.backoff_max_s, delay * 2)
+                    delay = await self._failed(url, "repairing", failed, delay)
                     continue
                 await self.ledger.set_state(url, "in", "live")
             except Exception as exc:  # a peer's fault (or ours): logged, backed off, retried
-                log.warning("following peer %s failed: %s", url, describe(exc))
-                await self.ledger.failure(url, "in", exc)
-                await asyncio.sleep(delay)
-                delay = min(self._config.backoff_max_s, delay * 2)
+                delay = await self._failed(url, "following", exc, delay)
+
+    async def _failed(self, url: str, doing: str, exc: Exception, delay: float) -> float:
+        """Log and record the failure, wait ``delay``; the next delay."""
+        log.warning("%s peer %s failed: %s", doing, url, describe(exc))
+        await self.ledger.failure(url, "in", exc)
+        await asyncio.sleep(delay)
+        return min(self._config.backoff_max_s, delay * 2)
 
     async def _follow(self, host: PeeringHost, url: str, key: str) -> None:
         since = await host.store.get_peer_cursor(key)
@@ -242,8 +244,8 @@ class LiveFollow:
 
 def _seq_of(token: str) -> int:
     """The seq of a feed token ``<epoch>.<seq>`` (-1 when it is not one)."""
-    tail = token.rpartition(".")[2]
-    return int(tail) if tail.isascii() and tail.isdigit() else -1
+    seq = token_seq(token)
+    return -1 if seq is None else seq
 
 
 def _before_first(tokens: Iterable[str]) -> str | None:

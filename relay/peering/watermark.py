@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from relay.protocol.untrusted import ascii_decimal
 from relay.rules.outcomes import SequencedOp
 from stores.base import LINK_PENDING_MAX, LinkState
 
@@ -51,8 +52,9 @@ class OutLinks:
         self._urls.update(urls)
         for url in urls:
             stored = self.ledger.get(url, "out").applied_token
-            if stored is not None and stored.isascii() and stored.isdigit() and int(stored) < head:
-                self._floor[url] = int(stored)
+            mark = ascii_decimal(stored) if stored is not None else None
+            if mark is not None and mark < head:
+                self._floor[url] = mark
             self._report(url)
 
     # the ingest listener -------------------------------------------------------

@@ -20,6 +20,7 @@ from relay.protocol.negentropy import (
     Storage,
     StorageWindow,
 )
+from relay.protocol.untrusted import ascii_decimal
 from relay.rules.transfer_order import transfer_order
 from stores.base import OperationRecord
 
@@ -59,9 +60,9 @@ def parse_frame_limit(params: Mapping[str, str], ours: int) -> int:
     raw = params.get("frameLimit")
     if raw is None:
         return ours
-    if not (raw.isascii() and raw.isdigit()) or (int(raw) and int(raw) < MIN_FRAME_LIMIT):
+    theirs = ascii_decimal(raw)
+    if theirs is None or 0 < theirs < MIN_FRAME_LIMIT:
         raise SyncRequestError(400, f"frameLimit must be 0 or an integer >= {MIN_FRAME_LIMIT}")
-    theirs = int(raw)
     limits = [x for x in (ours, theirs) if x]
     return min(limits) if limits else 0
 
@@ -70,9 +71,10 @@ def _millis(params: Mapping[str, str], name: str, default: int) -> int:
     raw = params.get(name)
     if raw is None:
         return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) >= INFINITY:
+    millis = ascii_decimal(raw)
+    if millis is None or millis >= INFINITY:
         raise SyncRequestError(400, f"{name} must be a Unix time in milliseconds")
-    return int(raw)
+    return millis
 
 
 async def answer_round(

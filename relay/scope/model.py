@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relay.protocol import base32_encode, encode_canonical, is_content_id, is_dfos_did
+from relay.protocol.untrusted import json_value
 
 # A scope travels in a query string (GET /changes, /log, POST
 # /sync/negentropy): 200 DIDs are ~6.4 KB, inside every server's line limit.
@@ -118,11 +119,10 @@ def load_scope_file(path: str | Path) -> Scope:
 
 def _from_json(file: Path, text: str) -> Scope:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScopeError(f"scope file {str(file)!r} is not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise ScopeError(f"scope file {str(file)!r} is nested too deeply") from None
+        data = json_value(text)
+    except ValueError as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ScopeError(f"scope file {str(file)!r} is not valid JSON: {why}") from None
     if isinstance(data, list):
         return parse_scope(data)
     if isinstance(data, dict):
