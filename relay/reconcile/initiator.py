@@ -40,6 +40,7 @@ from relay.scope import Scope
 from stores.base import OperationRecord, StoreError
 
 from .index import FingerprintIndex
+from .pacing import run_paced
 from .scoped import ScopedItems, ScopedItemsStore
 from .server import Window
 
@@ -193,6 +194,11 @@ class _Items:
         items, scope = self._scoped
         return _storage(await items.storage(scope), window)
 
+    def current(self, window: Window, in_use: Storage) -> Storage:
+        """A view of the index as it is now (commits insert into it in place);
+        a scope's set never changes, so its view stays ``in_use``."""
+        return _storage(self._index.tree, window) if self._scoped is None else in_use
+
 
 async def _rounds(
     items: _Items,
@@ -228,7 +234,11 @@ async def _rounds(
         # Commits between rounds move indexes: every step reads a fresh view.
         negentropy.storage = await items.storage(window)
         try:
-            step = negentropy.step(reply)
+            step = await run_paced(
+                negentropy.step_in_steps(reply),
+                negentropy,
+                lambda: items.current(window, negentropy.storage),
+            )
         except UnsupportedVersion as exc:
             raise ReconcileAborted(f"peer does not speak negentropy V1 ({exc})") from exc
         except NegentropyError as exc:

@@ -25,6 +25,7 @@ from relay.rules.transfer_order import transfer_order
 from stores.base import OperationRecord
 
 from .index import FingerprintIndex
+from .pacing import run_paced
 
 MAX_FETCH_CIDS = 1000
 MIN_FRAME_LIMIT = 4096
@@ -84,12 +85,19 @@ async def answer_round(
     frame_limit: int,
     scoped: Storage | None = None,
 ) -> bytes:
-    """One round over the whole index, or over ``scoped`` (a scope's items)."""
-    tree = scoped if scoped is not None else await index.ready()
-    storage = tree if window.is_everything else StorageWindow(tree, window.since, window.until)
+    """One round over the whole index, or over ``scoped`` (a scope's items,
+    a set of its own that does not change)."""
+    if scoped is None:
+        await index.ready()
+
+    def view() -> Storage:
+        items = scoped if scoped is not None else index.tree  # a purge swaps the tree
+        return items if window.is_everything else StorageWindow(items, window.since, window.until)
+
     options = NegentropyOptions(frame_size_limit=frame_limit, random_splits=True)
+    negentropy = Negentropy(view(), options)
     try:
-        return Negentropy(storage, options).respond(message)
+        return await run_paced(negentropy.respond_in_steps(message), negentropy, view)
     except NegentropyError as exc:
         raise SyncRequestError(400, f"malformed negentropy message: {exc}") from exc
 

@@ -14,7 +14,7 @@ points) only change how much is sent, never what is meant.
 from __future__ import annotations
 
 from .items import cid_from_id, id_from_cid, id_from_logged_cid, op_item
-from .reconciler import ClientRound, Negentropy, NegentropyOptions
+from .reconciler import ClientRound, Negentropy, NegentropyOptions, Steps
 from .storage import Item, Storage, StorageWindow, VectorStorage, fingerprint_of
 from .wire import (
     ID_SIZE,
@@ -39,6 +39,7 @@ __all__ = [
     "Negentropy",
     "NegentropyError",
     "NegentropyOptions",
+    "Steps",
     "Storage",
     "StorageWindow",
     "UnsupportedVersion",

@@ -16,8 +16,9 @@ always covers exactly the items of the range it is sent for.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .storage import Item, Storage
 from .wire import (
@@ -38,6 +39,9 @@ from .wire import (
 MIN_FRAME_LIMIT = 4096
 _FRAME_SLACK = 200  # room kept for the closing range, as V1 implementations do
 
+_T = TypeVar("_T")
+Steps = Generator[None, None, _T]  # work that pauses with a bare yield, then returns
+
 
 @dataclass(frozen=True, slots=True)
 class NegentropyOptions:
@@ -53,6 +57,8 @@ class NegentropyOptions:
     reference 16/16/32 sends 2.5 MB in 3.
     ``random_splits``: jitter the split points, so a peer cannot predict
     where ranges will be cut (hostile-peer hardening, draft section 9).
+    ``ranges_per_step``: how often ``respond_in_steps`` and
+    ``step_in_steps`` pause (256 ranges: a few ms of work).
     """
 
     frame_size_limit: int = 0
@@ -60,6 +66,7 @@ class NegentropyOptions:
     narrow_buckets: int = 4
     id_list_below: int = 8
     random_splits: bool = False
+    ranges_per_step: int = 256
 
     def __post_init__(self) -> None:
         if self.frame_size_limit and self.frame_size_limit < MIN_FRAME_LIMIT:
@@ -68,6 +75,8 @@ class NegentropyOptions:
             raise ValueError("buckets must be at least 2")
         if self.id_list_below < 2:  # a 1-item range split in one is itself: no progress
             raise ValueError("id_list_below must be at least 2")
+        if self.ranges_per_step < 1:
+            raise ValueError("ranges_per_step must be at least 1")
 
 
 @dataclass(slots=True)
@@ -101,8 +110,15 @@ class Negentropy:
     def step(self, reply: bytes) -> ClientRound:
         """Process a server reply; raises ``UnsupportedVersion`` on a
         downgrade reply (a lone version byte other than ours)."""
+        return _run(self.step_in_steps(reply))
+
+    def step_in_steps(self, reply: bytes) -> Steps[ClientRound]:
+        """``step``, pausing (a bare ``yield``) every ``ranges_per_step``
+        ranges. During a pause the storage may change, and ``storage`` may
+        be set to a new view of it; positions are found again from the
+        bounds, which do not move."""
         result = ClientRound(None)
-        message = self._process(reply, result)
+        message = yield from self._process(reply, result)
         result.message = None if len(message) == 1 else message
         return result
 
@@ -110,13 +126,19 @@ class Negentropy:
     def respond(self, query: bytes) -> bytes:
         """The server's reply; a query in a version we cannot speak gets the
         one-byte downgrade reply naming ours."""
+        return _run(self.respond_in_steps(query))
+
+    def respond_in_steps(self, query: bytes) -> Steps[bytes]:
+        """``respond``, pausing like ``step_in_steps``: a message of many
+        ranges (up to ~350,000 in 1 MiB) is seconds of work, which an event
+        loop must be able to interleave with everything else."""
         try:
-            return self._process(query, None)
+            return (yield from self._process(query, None))
         except UnsupportedVersion:
             return bytes([PROTOCOL_VERSION])
 
     # -- both --------------------------------------------------------------
-    def _process(self, message: bytes, client: ClientRound | None) -> bytes:
+    def _process(self, message: bytes, client: ClientRound | None) -> Steps[bytes]:
         reader = Reader(message)
         version = reader.byte() if message else None
         if version is None:
@@ -129,10 +151,17 @@ class Negentropy:
         bounds_in, bounds_out = BoundReader(), BoundWriter()
         out = bytearray([PROTOCOL_VERSION])
         prev_index, prev_bound = 0, Bound(0)
-        emitted_index = 0  # storage index at the last bound written to ``out``
+        emitted_index, emitted_bound = 0, Bound(0)  # the last bound written to ``out``
         skip = False
+        ranges, per_step = 0, self.options.ranges_per_step
 
         while not reader.at_end():
+            ranges += 1
+            if ranges % per_step == 0:
+                yield
+                storage = self.storage
+                prev_index = storage.lower_bound(prev_bound.key)
+                emitted_index = storage.lower_bound(emitted_bound.key)
             if prev_bound.timestamp == INFINITY:
                 raise NegentropyError("range after the infinity bound")
             bound = bounds_in.decode(reader)
@@ -160,7 +189,7 @@ class Negentropy:
                 else:
                     out += self._flush_skip(skip, prev_bound, bounds_out)
                     skip = False
-                    upper = self._answer_ids(lower, upper, bound, bounds_out, out)
+                    upper, emitted_bound = self._answer_ids(lower, upper, bound, bounds_out, out)
                     emitted_index = upper
             else:
                 raise NegentropyError(f"unknown range mode {mode}")
@@ -173,15 +202,15 @@ class Negentropy:
                 break
             if piece:
                 out += piece
-                emitted_index = upper
+                emitted_index, emitted_bound = upper, bound
             prev_index, prev_bound = upper, bound
         return bytes(out)
 
     def _answer_ids(
         self, lower: int, upper: int, bound: Bound, writer: BoundWriter, out: bytearray
-    ) -> int:
+    ) -> tuple[int, Bound]:
         """Write our ids of [lower, upper) as an id list, cut short at the
-        frame limit; returns the index the list really ended at."""
+        frame limit; returns the index and bound the list really ended at."""
         ids = bytearray()
         end_bound, end = bound, upper
         for index, (timestamp, item_id) in enumerate(self.storage.items(lower, upper), lower):
@@ -191,7 +220,7 @@ class Negentropy:
             ids += item_id
         out += writer.encode(end_bound) + encode_varint(Mode.ID_LIST)
         out += encode_varint(len(ids) // ID_SIZE) + ids
-        return end
+        return end, end_bound
 
     def _flush_skip(self, skip: bool, prev_bound: Bound, writer: BoundWriter) -> bytes:
         """A pending skip is written out (up to ``prev_bound``) before a range
@@ -245,6 +274,16 @@ class Negentropy:
     def _over_limit(self, size: int) -> bool:
         limit = self.options.frame_size_limit
         return bool(limit) and size > limit - _FRAME_SLACK
+
+
+def _run(steps: Steps[_T]) -> _T:
+    """Drive ``steps`` to its end without pausing."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
 
 
 def _minimal_bound(prev: tuple[int, bytes], curr: tuple[int, bytes]) -> Bound:
