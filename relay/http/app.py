@@ -71,8 +71,10 @@ CONTENT_ROUTES = [
 
 # CORS (off unless origins are configured): what browser clients may send and read.
 CORS_METHODS = ("GET", "POST", "PUT")
-CORS_HEADERS = ("Authorization", "Content-Type", "Last-Event-ID", "X-Request-ID")
-CORS_EXPOSED = ("X-DFOS-Cursor", "X-Request-ID", "Retry-After")
+# X-Credential carries a reader's DFOSContentRead VC-JWT; X-Document-CID names
+# the document a blob download returned (WEB-RELAY.md "Blob Download").
+CORS_HEADERS = ("Authorization", "Content-Type", "Last-Event-ID", "X-Credential", "X-Request-ID")
+CORS_EXPOSED = ("X-DFOS-Cursor", "X-Document-CID", "X-Request-ID", "Retry-After")
 CORS_MAX_AGE_S = 600
 
 
