@@ -30,12 +30,15 @@ def check_document(body: bytes, document_cid: str) -> None:
     """Require ``body`` to be JSON whose canonical CID is ``document_cid``.
 
     The relay stores the bytes exactly as uploaded; only their parsed value
-    is hashed, so formatting (whitespace, key order) does not matter.
+    is hashed, so formatting (whitespace, key order) does not matter. The
+    bytes must be UTF-8 (RFC 8259 8.1; clients decode blobs as UTF-8): the
+    UTF-16/32 that ``json.loads`` would sniff from bytes is refused. A
+    leading BOM is skipped, as a WHATWG ``TextDecoder`` does.
     """
     try:
-        value = json_value(body)
-    except ValueError as exc:
-        raise InvalidDocument("the document is not valid JSON") from exc
+        value = json_value(body.decode("utf-8-sig"))
+    except ValueError as exc:  # UnicodeDecodeError is one
+        raise InvalidDocument("the document is not valid UTF-8 JSON") from exc
     try:
         actual = cid_of(value)
     except (ProtocolError, ValueError, TypeError) as exc:

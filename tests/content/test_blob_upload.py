@@ -149,3 +149,18 @@ async def test_operation_without_a_document_is_404(world: World) -> None:
         headers=world.headers(world.alice),
     )
     assert response.status_code == 404
+
+
+async def test_document_must_be_utf8_json(world: World) -> None:
+    text = doc_bytes(world.docs[world.genesis]).decode()
+    for encoding in ("utf-16", "utf-16-be", "utf-32"):
+        response = await world.upload(world.alice, world.genesis, text.encode(encoding))
+        assert response.status_code == 400, encoding
+        assert "error" in response.json()
+    document_cid = cid_of(world.docs[world.genesis])
+    assert await world.relay.store.get_blob(world.alice.did, document_cid) is None
+
+
+async def test_a_leading_utf8_bom_is_skipped(world: World) -> None:
+    body = b"\xef\xbb\xbf" + doc_bytes(world.docs[world.genesis])
+    assert (await world.upload(world.alice, world.genesis, body)).status_code == 200
