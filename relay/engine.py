@@ -10,6 +10,7 @@ buffer and starts peering; ``stop()`` undoes that in reverse order.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -86,6 +87,8 @@ class Relay:
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.ingestor.rejections.add_listener(self.metrics.record_rejections)
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
+        # blob uploads: one document check at a time (see relay.http.content)
+        self.document_checks = asyncio.Semaphore(1)
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None

@@ -9,10 +9,15 @@ Handlers load states from the store and hand them to the pure rules in
 Order of checks: plane enabled (501), auth token (401), chain / operation /
 document exists (404), right to read or write (403), body (413, 400).
 Blobs are keyed by (creator DID, documentCID) and kept byte for byte.
+Checking a document is CPU-bound and parses the whole body (a 16 MiB array
+of empty objects is ~3 s of CPU and ~450 MB of Python objects): it runs on a
+worker thread, so the event loop keeps serving, and one at a time per relay
+(``Relay.document_checks``), so concurrent uploads cannot multiply that memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 
@@ -120,7 +125,8 @@ async def upload_blob(request: Request) -> Response:
     creator = await identity_state(relay.store, content.creator_did)
     authorize_write(caller, content, op.author_did, creator)
     body = await read_body_capped(request, relay.config.max_blob_bytes)
-    check_document(body, document_cid)
+    async with relay.document_checks:
+        await asyncio.to_thread(check_document, body, document_cid)
     await relay.store.put_blob(content.creator_did, document_cid, body)
     return JSONResponse(
         {
