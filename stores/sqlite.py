@@ -45,7 +45,6 @@ from stores.sql.dialect import SQLITE
 from stores.sql.queries import Queries
 from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
-from stores.sql.session import SqlSession
 from stores.sql.store import SqlStore
 from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
 from stores.sqlite_lease import FileLease, lease_path
@@ -327,7 +326,7 @@ class SqliteStore(SqlStore):
             await writer.end(True)
 
     @asynccontextmanager
-    async def sequencing(self) -> AsyncIterator[SqlSession]:
+    async def sequencing(self) -> AsyncIterator[SqliteSession]:
         writer = self._live_writer()
         async with self._lock:
             session = SqliteSession(writer, self._q, self._d, writer.end)
@@ -337,6 +336,15 @@ class SqliteStore(SqlStore):
                 await session.close()
         if session.new_head is not None and self._checkpointer is not None:
             self._checkpointer.committed()
+
+    @asynccontextmanager
+    async def moderating(self) -> AsyncIterator[SqliteSession]:
+        # A purge plan is read (through the readers) before the session writes:
+        # the write lock is taken first, so no other process sharing the file
+        # commits between the plan and its write.
+        async with self.sequencing() as session:
+            await session.hold_lock()
+            yield session
 
     @asynccontextmanager
     async def audit_snapshot(self) -> AsyncIterator[SqlAuditSnapshot]:

@@ -186,6 +186,12 @@ class SqliteSession(SqlSession):
             self._begun = True
         return self._begun
 
+    async def hold_lock(self) -> None:
+        """Open the transaction now (BEGIN IMMEDIATE), waiting for another
+        process that holds the write lock: from here on no one else commits."""
+        if not self.begun_here():
+            await self._hopper.hop(_fetch, "SELECT 1", (), self.begin())
+
     async def read_state(self, query: StateQuery) -> StateRows:
         if self.begun_here():  # the write lock is held: a read never waits
             here: StateRows = self._hopper.run_here(
