@@ -7,6 +7,7 @@ Every reader raises ``MalformedError`` naming the offending field.
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
 from .errors import MalformedError
@@ -15,6 +16,10 @@ from .timestamps import parse_timestamp
 MAX_DID_CHARS = 256
 MAX_CID_CHARS = 256
 MAX_NOTE_CHARS = 256
+# PROTOCOL.md "Operation Schemas": ISO 8601, ms precision, UTC - the reference
+# schema is ``z.iso.datetime({offset: false, precision: 3})``. One spelling per
+# instant: ordering and head selection must not depend on how a time is written.
+_CREATED_AT_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 _T = TypeVar("_T", bound=str)
 
@@ -82,8 +87,12 @@ def optional_str(obj: dict[str, object], field: str) -> str | None:
 
 
 def created_at(payload: dict[str, object]) -> tuple[str, int]:
-    """The ``createdAt`` string and its epoch milliseconds."""
+    """The ``createdAt`` string (``YYYY-MM-DDTHH:MM:SS.sssZ``) and its epoch milliseconds."""
     value = payload.get("createdAt")
     if not isinstance(value, str):
         raise MalformedError("createdAt must be a string")
+    if _CREATED_AT_RE.fullmatch(value) is None:
+        raise MalformedError(
+            "createdAt must be ISO 8601 in UTC with milliseconds (2026-03-07T00:00:00.000Z)"
+        )
     return value, parse_timestamp(value)
