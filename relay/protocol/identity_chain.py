@@ -12,7 +12,10 @@ Invariants:
   ``createdAt`` strictly greater than the parent's;
 - every op: ``typ`` did:dfos:identity-op, header ``cid`` matches, ``createdAt``
   at most 24h ahead of ``now_ms``, Ed25519 signature by the signer key;
-- update replaces all three key sets; delete seals the chain but keeps keys.
+- update replaces all three key sets; delete seals the chain but keeps keys;
+- no key id twice in one role (create, update), and a genesis binds each key id
+  to one public key across its roles (as the reference verifiers do: a
+  ``did#keyId`` verification method must mean one key).
 Fork handling and head selection are the caller's job: extensions are
 verified against whatever parent state the caller supplies.
 """
@@ -26,7 +29,7 @@ from .envelope import TYP_IDENTITY, check_cid, check_not_future, expect_typ, kid
 from .errors import ChainError, MalformedError
 from .ids import did_from_genesis_cid, split_kid
 from .jws import DecodedJws, decode_jws, verify_jws
-from .payloads import IdentityOperation, parse_identity_operation
+from .payloads import IdentityOperation, MultikeyPublicKey, parse_identity_operation
 from .records import quick_init
 from .state import IdentityState
 
@@ -59,12 +62,25 @@ class IdentityChainResult:
     operations: tuple[VerifiedIdentityOp, ...]
 
 
+def _check_key_ids(op: IdentityOperation, across_roles: bool) -> None:
+    """No key id twice in a role; with ``across_roles``, one key per key id."""
+    seen: dict[str, MultikeyPublicKey] = {}
+    for keys in (op.auth_keys, op.assert_keys, op.controller_keys):
+        if len({k.id for k in keys}) != len(keys):
+            raise MalformedError("cannot repeat key ids in the same key set")
+        for key in keys if across_roles else ():
+            first = seen.setdefault(key.id, key)
+            if first.public_key_multibase != key.public_key_multibase:
+                raise MalformedError(f"key id {key.id!r} names two different keys")
+
+
 def verify_identity_genesis(decoded: DecodedJws, now_ms: int) -> VerifiedIdentityOp:
     """Verify the ``create`` operation that starts an identity chain."""
     expect_typ(decoded, TYP_IDENTITY)
     op = parse_identity_operation(decoded.payload)
     if op.type != "create":
         raise ChainError("identity chain must start with a create operation")
+    _check_key_ids(op, across_roles=True)
     kid = decoded.kid
     if kid is None:
         raise MalformedError("JWS header has no kid")
@@ -99,6 +115,7 @@ def verify_identity_extension(
         raise ChainError("identity is deleted; no operations may follow a delete")
     if op.previous_cid != parent_cid:
         raise ChainError("previousOperationCID does not match the parent operation")
+    _check_key_ids(op, across_roles=False)
     kid_did, key_id = kid_did_url(decoded)
     if kid_did != did:
         raise ChainError("kid DID does not match the identity DID")
