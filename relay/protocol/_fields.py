@@ -28,6 +28,14 @@ def _name(where: str | None, field: str) -> str:
     return f"{where}.{field}" if where else field
 
 
+def check_fields(obj: dict[str, object], allowed: frozenset[str], where: str | None = None) -> None:
+    """No field beyond ``allowed``: the reference schemas are strict objects, so
+    an extra field makes another op than any v0.7.1 relay accepts."""
+    for field in obj:
+        if field not in allowed:
+            raise MalformedError(f"unknown field {_name(where, field)}")
+
+
 def check_version(payload: dict[str, object]) -> None:
     """``version`` must be the JSON number 1 (``1.0`` is the same JSON number)."""
     version = payload.get("version")

@@ -15,7 +15,9 @@ Invariants enforced here (all structural, no chain state):
   unusable keys), and create/update identity ops have >= 1 controller key;
 - ``create`` operations carry no ``previousOperationCID``; update/delete must;
 - ``createdAt`` parses (see ``timestamps``).
-Unknown extra fields are tolerated: they are covered by the CID anyway.
+No other fields: the reference schemas are strict objects (``z.strictObject``),
+so a field beyond the kind's own is rejected, in key entries too; a present
+``authorization`` is a string (update and delete only).
 Not checked here: that CID-valued fields are well-formed CIDs (they are only
 compared or looked up), signatures, and anything needing chain state.
 """
@@ -30,14 +32,15 @@ from ._fields import (
     MAX_CID_CHARS,
     MAX_DID_CHARS,
     MAX_NOTE_CHARS,
+    check_fields,
     check_type,
     check_version,
     created_at,
     nullable_str,
-    optional_str,
     required_str,
 )
 from .errors import MalformedError
+from .jws import MAX_TOKEN_CHARS
 from .multikey import decode_multikey, encode_multikey
 from .records import quick_init
 
@@ -66,6 +69,34 @@ MAX_KEY_ID_CHARS = 64
 MAX_MULTIBASE_CHARS = 128
 _OP_TYPES: tuple[OperationType, ...] = ("create", "update", "delete")
 _MERKLE_ROOT_RE = re.compile(r"[0-9a-f]{64}")
+MAX_SCHEMA_CHARS = 256
+_KEY_FIELDS = frozenset({"id", "type", "publicKeyMultibase"})
+_COMMON = ("version", "type", "createdAt")
+_IDENTITY_FIELDS: dict[str, frozenset[str]] = {
+    "create": frozenset({*_COMMON, "authKeys", "assertKeys", "controllerKeys"}),
+    "update": frozenset(
+        {*_COMMON, "previousOperationCID", "authKeys", "assertKeys", "controllerKeys"}
+    ),
+    "delete": frozenset({*_COMMON, "previousOperationCID"}),
+}
+_CONTENT_FIELDS: dict[str, frozenset[str]] = {
+    "create": frozenset({*_COMMON, "did", "documentCID", "baseDocumentCID", "note"}),
+    "update": frozenset(
+        {
+            *_COMMON,
+            "did",
+            "previousOperationCID",
+            "documentCID",
+            "baseDocumentCID",
+            "note",
+            "authorization",
+        }
+    ),
+    "delete": frozenset({*_COMMON, "did", "previousOperationCID", "note", "authorization"}),
+}
+_BEACON_FIELDS = frozenset({*_COMMON, "did", "merkleRoot"})
+_ARTIFACT_FIELDS = frozenset({*_COMMON, "did", "content"})
+_COUNTERSIGN_FIELDS = frozenset({*_COMMON, "did", "targetCID"})
 
 
 @quick_init
@@ -95,6 +126,7 @@ def parse_multikey_public_key(value: object, where: str = "key") -> MultikeyPubl
     """Parse one ``{id, type: "Multikey", publicKeyMultibase}`` entry."""
     if not isinstance(value, dict):
         raise MalformedError(f"{where} must be an object")
+    check_fields(value, _KEY_FIELDS, where)
     key_id = required_str(value, "id", MAX_KEY_ID_CHARS, where=where, allow_empty=True)
     if value.get("type") != "Multikey":
         raise MalformedError(f'{where}.type must be "Multikey"')
@@ -141,6 +173,7 @@ def parse_identity_operation(payload: dict[str, object]) -> IdentityOperation:
     """
     check_version(payload)
     op_type = check_type(payload, _OP_TYPES)
+    check_fields(payload, _IDENTITY_FIELDS[op_type])
     previous = _previous_cid(payload, op_type)
     keys: tuple[tuple[MultikeyPublicKey, ...], ...] = ((), (), ())
     if op_type != "delete":
@@ -171,6 +204,7 @@ def parse_content_operation(payload: dict[str, object]) -> ContentOperation:
     """Parse a content operation payload (``authorization`` is optional, null = absent)."""
     check_version(payload)
     op_type = check_type(payload, _OP_TYPES)
+    check_fields(payload, _CONTENT_FIELDS[op_type])
     did = required_str(payload, "did", MAX_DID_CHARS)
     previous = _previous_cid(payload, op_type)
     document = base = None
@@ -181,7 +215,9 @@ def parse_content_operation(payload: dict[str, object]) -> ContentOperation:
     if op_type != "delete":
         base = nullable_str(payload, "baseDocumentCID", MAX_CID_CHARS)
     note = nullable_str(payload, "note", MAX_NOTE_CHARS)
-    authorization = optional_str(payload, "authorization")
+    authorization: str | None = None
+    if "authorization" in payload:  # absent, or a string (null is not allowed)
+        authorization = required_str(payload, "authorization", MAX_TOKEN_CHARS, allow_empty=True)
     text, ms = created_at(payload)
     return ContentOperation(op_type, did, previous, document, base, text, ms, note, authorization)
 
@@ -199,6 +235,7 @@ class BeaconPayload:
 def parse_beacon(payload: dict[str, object]) -> BeaconPayload:
     check_version(payload)
     check_type(payload, ("beacon",))
+    check_fields(payload, _BEACON_FIELDS)
     did = required_str(payload, "did", MAX_DID_CHARS)
     root = payload.get("merkleRoot")
     if not isinstance(root, str) or _MERKLE_ROOT_RE.fullmatch(root) is None:
@@ -224,12 +261,12 @@ class ArtifactPayload:
 def parse_artifact(payload: dict[str, object]) -> ArtifactPayload:
     check_version(payload)
     check_type(payload, ("artifact",))
+    check_fields(payload, _ARTIFACT_FIELDS)
     did = required_str(payload, "did", MAX_DID_CHARS)
     content = payload.get("content")
     if not isinstance(content, dict):
         raise MalformedError("content must be an object")
-    if not isinstance(content.get("$schema"), str):
-        raise MalformedError("content.$schema must be a string")
+    required_str(content, "$schema", MAX_SCHEMA_CHARS, where="content", allow_empty=True)
     text, ms = created_at(payload)
     return ArtifactPayload(did, content, text, ms)
 
@@ -248,6 +285,7 @@ class CountersignPayload:
 def parse_countersign(payload: dict[str, object]) -> CountersignPayload:
     check_version(payload)
     check_type(payload, ("countersign",))
+    check_fields(payload, _COUNTERSIGN_FIELDS)
     did = required_str(payload, "did", MAX_DID_CHARS)
     target = required_str(payload, "targetCID", MAX_CID_CHARS)
     text, ms = created_at(payload)

@@ -1,5 +1,6 @@
 """Payload schemas and "Operation Field Limits": exact limits pass, one more fails;
-version/type literals; required and nullable fields; unknown fields tolerated."""
+version/type literals; required and nullable fields (unknown fields: see
+test_payload_fields_are_strict)."""
 
 from __future__ import annotations
 
@@ -51,13 +52,12 @@ ACCEPTED: dict[str, ParseCase] = {
     "16-keys": (parse_identity_operation, identity_create(assertKeys=[_key()] * 16)),
     "empty-auth-keys": (parse_identity_operation, identity_create(authKeys=[])),
     "version-1.0": (parse_identity_operation, identity_create(version=1.0)),
-    "unknown-field": (parse_identity_operation, identity_create(extra={"x": 1})),
     "did-256": (parse_content_operation, content_update(did="d" * 256)),
     "previous-256": (parse_content_operation, content_update(previousOperationCID="c" * 256)),
     "document-256": (parse_content_operation, content_update(documentCID="c" * 256)),
     "note-256": (parse_content_operation, content_update(note="n" * 256)),
     "document-null": (parse_content_operation, content_update(documentCID=None)),
-    "authorization-null": (parse_content_operation, content_update(authorization=None)),
+    "authorization-absent": (parse_content_operation, content_update()),
 }
 
 REJECTED: dict[str, tuple[ParseCase, str]] = {
@@ -127,6 +127,10 @@ REJECTED: dict[str, tuple[ParseCase, str]] = {
             {**content_create_payload(CREATOR_DID, CID, TS), "documentCID": None},
         ),
         "documentCID",
+    ),
+    "authorization-null": (
+        (parse_content_operation, content_update(authorization=None)),
+        "authorization",
     ),
     "authorization-number": (
         (parse_content_operation, content_update(authorization=1)),
