@@ -9,7 +9,10 @@ Role: create and verify the two JWT forms signed by a DID key:
 
 Invariants: ``kid`` is a DID URL whose DID equals ``iss``; ``iat <= now < exp``
 (auth tokens: ``exp > now``); ``vc.@context`` is exactly the v2 context and
-``vc.type`` is ``["VerifiableCredential", <DFOS type>]``. Every failure is a
+``vc.type`` is ``["VerifiableCredential", <DFOS type>]``; a VC-JWT holds no
+claim, ``vc`` field or ``credentialSubject`` field beyond those, ``iss``,
+``sub`` and ``contentId`` are at most 256 characters and ``iat``/``exp``
+positive (the reference ``CredentialClaims`` is a strict object). Every failure is a
 ``CredentialError`` except an unresolvable ``kid`` (``KeyNotFoundError``).
 Times are passed in; nothing reads a clock. Not checked here: whether the
 issuer is deleted or still holds the key (the resolver decides that).
@@ -44,6 +47,10 @@ DFOS_CONTENT_WRITE = "DFOSContentWrite"
 DFOS_CONTENT_READ = "DFOSContentRead"
 DFOS_CREDENTIAL_TYPES = frozenset({DFOS_CONTENT_WRITE, DFOS_CONTENT_READ})
 VC_CONTEXT_V2 = "https://www.w3.org/ns/credentials/v2"
+_MAX_CLAIM_CHARS = 256
+_CREDENTIAL_CLAIMS = frozenset({"iss", "sub", "exp", "iat", "vc"})
+_VC_FIELDS = frozenset({"@context", "type", "credentialSubject"})
+_SUBJECT_FIELDS = frozenset({"contentId"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,13 +235,25 @@ def verify_auth_token(
     return AuthClaims(iss, iss, audience, iat, exp, kid)
 
 
+def _only(obj: dict[str, object], allowed: frozenset[str], where: str) -> None:
+    stray = next((name for name in obj if name not in allowed), None)
+    if stray is not None:
+        raise CredentialError(f"unknown {where} {stray!r}")
+
+
 def _parse_credential(decoded: DecodedJws) -> Credential:
     claims = decoded.payload
+    _only(claims, _CREDENTIAL_CLAIMS, "claim")
     iss, sub = _str_claim(claims, "iss"), _str_claim(claims, "sub")
+    if len(iss) > _MAX_CLAIM_CHARS or len(sub) > _MAX_CLAIM_CHARS:
+        raise CredentialError(f"iss and sub must be at most {_MAX_CLAIM_CHARS} characters")
     iat, exp = _time_claim(claims, "iat"), _time_claim(claims, "exp")
+    if iat <= 0 or exp <= 0:
+        raise CredentialError(f"{'iat' if iat <= 0 else 'exp'} must be a positive integer")
     vc = claims.get("vc")
     if not isinstance(vc, dict):
         raise CredentialError("vc claim must be an object")
+    _only(vc, _VC_FIELDS, "vc field")
     if vc.get("@context") != [VC_CONTEXT_V2]:
         raise CredentialError("vc.@context must be the W3C credentials v2 context")
     types = vc.get("type")
@@ -248,9 +267,12 @@ def _parse_credential(decoded: DecodedJws) -> Credential:
     subject = vc.get("credentialSubject")
     if not isinstance(subject, dict):
         raise CredentialError("vc.credentialSubject must be an object")
+    _only(subject, _SUBJECT_FIELDS, "credentialSubject field")
     content_id = subject.get("contentId")
     if content_id is not None and not isinstance(content_id, str):
         raise CredentialError("credentialSubject.contentId must be a string")
+    if content_id is not None and len(content_id) > _MAX_CLAIM_CHARS:
+        raise CredentialError(f"contentId must be at most {_MAX_CLAIM_CHARS} characters")
     return Credential(iss, sub, types[1], content_id, iat, exp, decoded.kid or "")
 
 
