@@ -97,19 +97,22 @@ def token_conflicts(held: DataFrame) -> DataFrame:
 
 
 def chain_table(heads: DataFrame, partial: DataFrame, relays: list[str]) -> DataFrame:
-    """Per chain: ``chainId, kind, heads, lacking, reasons``."""
-    per_chain = heads.groupBy("chainId").agg(
-        F.first("kind").alias("kind"),
+    """Per chain: ``chainId, kind, heads, lacking, reasons``.
+
+    A chain is a ``(chainId, kind)`` pair: a relay that files an op under
+    another kind than its peers has a chain of that kind of its own (and a
+    chain id with heads of two kinds would repeat the relay's map key)."""
+    per_chain = heads.groupBy("chainId", "kind").agg(
         F.map_from_entries(F.collect_list(F.struct("relay", "head"))).alias("heads"),
         F.count("*").alias("relays"),
         F.countDistinct("head").alias("distinctHeads"),
     )
     lacking = (
         partial.where(F.col("kind").isin(*CHAIN_KINDS))
-        .select("chainId", "cid", F.explode("lackedBy").alias("relay"))
-        .groupBy("chainId", "relay")
+        .select("chainId", "kind", "cid", F.explode("lackedBy").alias("relay"))
+        .groupBy("chainId", "kind", "relay")
         .agg(F.array_sort(F.collect_list("cid")).alias("cids"))
-        .groupBy("chainId")
+        .groupBy("chainId", "kind")
         .agg(F.map_from_entries(F.collect_list(F.struct("relay", "cids"))).alias("lacking"))
     )
     reasons = F.array_compact(
@@ -119,6 +122,6 @@ def chain_table(heads: DataFrame, partial: DataFrame, relays: list[str]) -> Data
             F.when(F.col("lacking").isNotNull(), F.lit("ops-differ")),
         )
     )
-    return per_chain.join(lacking, "chainId", "left").select(
+    return per_chain.join(lacking, ["chainId", "kind"], "left").select(
         "chainId", "kind", "heads", "lacking", reasons.alias("reasons")
     )

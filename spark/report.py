@@ -96,7 +96,7 @@ def build_report(tables: Tables, relays: list[str], max_listed: int) -> dict[str
         f"kind = 'countersign' AND (targetHeldBy IS NULL OR size(targetHeldBy) < {len(relays)})"
     )
     listed = {
-        "divergent": (tables.chains.where("size(reasons) > 0"), ["chainId"]),
+        "divergent": (tables.chains.where("size(reasons) > 0"), ["chainId", "kind"]),
         "partial": (tables.partial, ["chainId", "cid"]),
         "cs": (cs_partial, ["cid"]),
         "conflicts": (tables.conflicts, ["cid"]),
