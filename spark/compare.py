@@ -5,7 +5,8 @@ distinct entry with the relays holding it), derive in Spark columns
 - ``relay_stats``: per relay, entries, ops by kind and chains by kind;
 - ``partial_ops``: ops held by only some relays (``heldBy``, ``lackedBy``),
   countersignatures annotated with who holds their target;
-- ``token_conflicts``: CIDs served with different tokens by different relays;
+- ``token_conflicts``: CIDs served with different tokens, or filed under
+  different kinds or chains, by different relays;
 - ``chain_table``: per chain, each relay's head, the ops each relay lacks and
   why the chain diverges (``chain-missing``, ``heads-differ``, ``ops-differ``);
   an empty ``reasons`` array means all relays agree on the chain.
@@ -45,9 +46,11 @@ def relay_stats(table: DataFrame, heads: DataFrame, relays: list[str]) -> DataFr
 def holdings(table: DataFrame, relays: list[str]) -> DataFrame:
     """One row per CID (shared by ``partial_ops``, ``token_conflicts`` and
     ``--verify``): ``cid, kind, chainId, targetCid, [author,] heldBy,
-    variants`` with variants = [{tokenHash, servedBy}] sorted by tokenHash
-    (``author`` when ``table`` has it). ``table`` is the token table, already
-    partitioned by cid: no shuffle."""
+    variants, claims`` with variants = [{tokenHash, servedBy}] sorted by
+    tokenHash and claims = [{kind, chainId, servedBy}] (the log entries'
+    own kind and chain) sorted by kind and chainId (``author`` when
+    ``table`` has it). ``table`` is the token table, already partitioned by
+    cid: no shuffle."""
     served = F.col("served")
     hashes = F.array_sort(F.array_distinct(F.transform(served, lambda s: s["tokenHash"])))
 
@@ -61,13 +64,26 @@ def holdings(table: DataFrame, relays: list[str]) -> DataFrame:
             relays_of(F.filter(served, lambda s: s["tokenHash"] == h)).alias("servedBy"),
         ),
     )
+    pairs = F.transform(served, lambda s: F.struct(s["kind"].alias("k"), s["chainId"].alias("c")))
+    claims = F.transform(
+        F.array_sort(F.array_distinct(pairs)),
+        lambda p: F.struct(
+            p["k"].alias("kind"),
+            p["c"].alias("chainId"),
+            relays_of(
+                F.filter(served, lambda s: (s["kind"] == p["k"]) & (s["chainId"] == p["c"]))
+            ).alias("servedBy"),
+        ),
+    )
     extra = [c for c in ("author",) if c in table.columns]
+    entry = F.struct("tokenHash", "kind", "chainId", held_by(relays).alias("by"))
+    # min, not first: a CID filed under several claims reads the same every run
     held = table.groupBy("cid").agg(
-        F.first("kind").alias("kind"),
-        F.first("chainId").alias("chainId"),
-        F.first("targetCid").alias("targetCid"),
-        *[F.first(c).alias(c) for c in extra],
-        F.collect_list(F.struct("tokenHash", held_by(relays).alias("by"))).alias("served"),
+        F.min("kind").alias("kind"),
+        F.min("chainId").alias("chainId"),
+        F.min("targetCid").alias("targetCid"),
+        *[F.min(c).alias(c) for c in extra],
+        F.collect_list(entry).alias("served"),
     )
     return held.select(
         "cid",
@@ -77,6 +93,7 @@ def holdings(table: DataFrame, relays: list[str]) -> DataFrame:
         *extra,
         relays_of(served).alias("heldBy"),
         variants.alias("variants"),
+        claims.alias("claims"),
     )
 
 
@@ -92,8 +109,10 @@ def partial_ops(held: DataFrame, relays: list[str]) -> DataFrame:
 
 
 def token_conflicts(held: DataFrame) -> DataFrame:
-    """``cid, variants`` where variants = [{tokenHash, servedBy}] (more than one)."""
-    return held.where(F.size("variants") > 1).select("cid", "variants")
+    """``cid, variants, claims``: CIDs served with more than one token, or
+    filed under more than one (kind, chainId) claim (see ``holdings``)."""
+    conflicting = (F.size("variants") > 1) | (F.size("claims") > 1)
+    return held.where(conflicting).select("cid", "variants", "claims")
 
 
 def chain_table(heads: DataFrame, partial: DataFrame, relays: list[str]) -> DataFrame:

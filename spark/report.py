@@ -5,7 +5,8 @@ JSON-able dict, with one Spark action (totals, relay stats and the listed
 rows of every table travel as JSON text in one union). Lists are capped at
 ``max_listed`` items each (the totals are always exact; ``--parquet``
 writes the complete tables). ``converged`` is true when every relay holds
-the same ops with the same tokens and the same head for every chain;
+the same ops with the same tokens (filed under the same kind and chain)
+and the same head for every chain;
 ``verified`` (with ``--verify``) when no op is invalid.
 """
 
@@ -138,7 +139,8 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(f"  divergent {chain['chainId']}: {', '.join(chain['reasons'])}")
     lines.append(f"ops held by only some relays: {report['partialOps']['total']}")
     if report["tokenConflicts"]["total"]:
-        lines.append(f"CIDs served with different tokens: {report['tokenConflicts']['total']}")
+        total = report["tokenConflicts"]["total"]
+        lines.append(f"CIDs served with different tokens or claims: {total}")
     if "invalidOps" in report:
         lines.append(f"invalid ops: {report['invalidOps']['total']}")
         for op in report["invalidOps"]["ops"][:10]:
