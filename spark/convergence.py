@@ -18,6 +18,7 @@ import sys
 if __package__ in (None, ""):  # run as a script by spark-submit
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,6 +44,21 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESCRIPTION = "Check whether relay log dumps have converged."
 
 
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The job's options; shared by spark-submit and ``dfos-relay converge``."""
     parser.add_argument(
@@ -58,14 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--shuffle-partitions",
-        type=int,
+        type=_count(1),
         default=DEFAULT_SHUFFLE_PARTITIONS,
         metavar="N",
         help=f"Spark shuffle partitions (default {DEFAULT_SHUFFLE_PARTITIONS})",
     )
     parser.add_argument(
         "--max-listed",
-        type=int,
+        type=_count(0),
         default=DEFAULT_MAX_LISTED,
         metavar="N",
         help=f"cap on items per list in the JSON report (default {DEFAULT_MAX_LISTED})",
@@ -178,16 +194,21 @@ def run_convergence(argv: list[str], spark: SparkSession | None = None) -> int:
 
 def run_parsed(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """``run_convergence`` for arguments already parsed (``dfos-relay converge``)."""
-    from spark.dumps import InputError
+    from spark.dumps import InputError, read_failure
     from spark.report import summary, write_json
 
     try:
+        if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+            raise InputError(f"--out {args.out}: its directory does not exist")
         session = spark or get_session(args.master, args.shuffle_partitions)
         if spark is not None:
             configure(spark, args.shuffle_partitions)
         report = run_job(session, args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except Exception as exc:  # a dump Spark cannot read fails the first action
+        error = exc if isinstance(exc, InputError) else read_failure(exc)
+        if error is None:
+            raise
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.out:
         write_json(report, args.out)

@@ -32,6 +32,7 @@ __all__ = [
     "load_dumps",
     "parse_dump_args",
     "read_entries",
+    "read_failure",
 ]
 
 KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
@@ -41,6 +42,7 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
+_READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
 
 
 class InputError(Exception):
@@ -155,6 +157,24 @@ def check_entries(spark: SparkSession, specs: list[DumpSpec], entries: DataFrame
     )
     file = found[0]["file"] if found else spec.path
     raise InputError(_locate_malformed(spark, spec.relay, file))
+
+
+def read_failure(exc: Exception) -> InputError | None:
+    """The ``InputError`` for a dump Spark failed to read (a truncated or
+    corrupt gzip member, an unreadable file) while running a job, or None
+    for any other failure. Spark reports it by error class, on the Python
+    exception or on the Java one py4j wraps."""
+    java = getattr(exc, "java_exception", None)
+    source = exc if hasattr(exc, "getCondition") else java
+    try:
+        condition = source.getCondition() if source is not None else None
+        message = str(source.getMessage()) if source is not None else ""
+    except Exception:  # not a Spark error after all
+        return None
+    if not isinstance(condition, str) or not condition.startswith(_READ_FAILED):
+        return None
+    shown = message.split("] ", 1)[-1].split("SQLSTATE")[0].strip()
+    return InputError(f"cannot read dumps: {shown.replace('file://', '')}")
 
 
 def load_dumps(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:

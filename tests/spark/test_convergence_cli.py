@@ -1,0 +1,55 @@
+"""The convergence job's command line: bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark.convergence import EXIT_BAD_INPUT, run_convergence
+
+from .relays import relays
+from .scenarios import story
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli")
+    tokens = story(1, seed=23).take()
+
+    async def build() -> Path:
+        async with relays(1) as (node,):
+            await node.post(tokens)
+            return await node.dump(out)
+
+    return asyncio.run(build())
+
+
+def test_truncated_gzip_dump_exits_2_naming_the_file(
+    spark: Any, dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dump cut short while being copied (or written) is bad input."""
+    packed = gzip.compress(dump.read_bytes())
+    torn = tmp_path / "torn.jsonl.gz"
+    torn.write_bytes(packed[: len(packed) // 2])
+    assert run_convergence(["--quiet", f"a={dump}", str(torn)], spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "torn.jsonl.gz" in err
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["--max-listed", "-1"], ["--shuffle-partitions", "0"], ["--out", "/nonexistent/r.json"]],
+    ids=["negative-max-listed", "zero-partitions", "out-in-missing-directory"],
+)
+def test_bad_options_exit_2_in_one_line(
+    spark: Any, dump: Path, option: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_convergence(["--quiet", *option, str(dump)], spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err and "Traceback" not in err
