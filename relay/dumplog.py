@@ -5,7 +5,10 @@ line, ``{"cid", "jwsToken", "kind", "chainId"}``, in the relay's log order.
 ``dump_log`` pages ``GET /log?after=&limit=1000`` through an injected
 ``httpx.AsyncClient`` and appends each page as it arrives, so an interrupted
 dump resumes from the last CID written. A ``.gz`` path is written gzip
-compressed (appends add gzip members, which readers concatenate).
+compressed (appends add gzip members, which readers concatenate); a ``.gz``
+dump interrupted mid-write (its last member flushed but never closed) is
+rewritten as its complete lines before resuming, since a member appended
+after an unterminated one would be unreadable.
 
 Not checked here: the entries are copied as served; nothing is decoded or
 verified (that is the convergence job's ``--verify``).
@@ -13,6 +16,7 @@ verified (that is the convergence job's ``--verify``).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from collections.abc import Mapping
@@ -64,6 +68,25 @@ def last_dumped_cid(path: Path) -> str | None:
     return cid if isinstance(cid, str) else None
 
 
+def _mend_torn_gzip(path: Path) -> None:
+    """Rewrite a ``.gz`` dump whose last member has no end as its complete
+    lines (a temporary file, then an atomic replace)."""
+    mended = path.with_name(f".{path.name}")  # still .gz: written compressed
+    with _open(path, "r") as src, _open(mended, "w") as dst, contextlib.suppress(EOFError):
+        for line in src:
+            if line.endswith("\n"):
+                dst.write(line)
+    mended.replace(path)
+
+
+def _resume_after(path: Path) -> str | None:
+    try:
+        return last_dumped_cid(path)
+    except EOFError:  # a .gz dump interrupted mid-write
+        _mend_torn_gzip(path)
+        return last_dumped_cid(path)
+
+
 async def _page(
     client: httpx.AsyncClient, base_url: str, after: str | None
 ) -> tuple[list[Mapping[str, Any]], str | None]:
@@ -95,7 +118,7 @@ async def dump_log(
     when the relay is unreachable).
     """
     path = Path(out_path)
-    after = last_dumped_cid(path) if resume else None
+    after = _resume_after(path) if resume else None
     written = 0
     with _open(path, "a" if resume else "w") as fh:
         while True:

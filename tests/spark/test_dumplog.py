@@ -37,3 +37,24 @@ async def test_dump_resumes_after_the_last_cid(tmp_path: Path, suffix: str) -> N
         lines = [json.loads(line) for line in fh]
     assert first > 0 and second > 0 and first + second == len(served)
     assert lines == served
+
+
+async def test_dump_resumes_after_a_gzip_dump_torn_mid_write(tmp_path: Path) -> None:
+    """An interrupted ``.gz`` dump ends in a member without its trailer (each
+    page is flushed, not closed): resuming keeps its entries and appends."""
+    tokens = mixed_workload(40, seed=3)
+    path = tmp_path / "r.jsonl.gz"
+    async with relays(1) as (node,):
+        await node.post(tokens[:20])
+        first = [log_entry_to_jsonl(e) + "\n" for e in await node.log_tokens()]
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.writelines(first)
+            fh.flush()
+            torn = path.read_bytes()  # what a kill before close() leaves
+        path.write_bytes(torn)
+        await node.post(tokens[20:])
+        await dump_log(node.client, "http://relay.test", path)
+        served = await node.log_tokens()
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh]
+    assert lines == served
