@@ -186,6 +186,8 @@ def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return _fail(args.command, exc, EXIT_USAGE)
     except TransferError as exc:
         return _fail(args.command, exc, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        return 130
 
 
 def _converge(args: argparse.Namespace) -> int:

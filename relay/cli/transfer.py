@@ -9,6 +9,7 @@ the pending buffer, exactly as they would over HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import sys
@@ -73,6 +74,10 @@ async def dump_command(url: str, out: str, resume: bool) -> int:
             if not existed:  # a failed first dump leaves no (empty) file behind
                 _remove_if_empty(target)
             raise TransferError(f"dump of {url} failed: {_plain(exc)}") from None
+        except asyncio.CancelledError:  # Ctrl-C: what was written stays, resumable
+            if not existed:
+                _remove_if_empty(target)
+            raise
         finally:
             progress.close()
     print(f"wrote {written} entries to {out}")
