@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ from relay.version import RELAY_VERSION
 PROG = "dfos-relay"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + 13  # as if killed by SIGPIPE, like other filters
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -288,6 +290,17 @@ def _peers(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
+    try:
+        status = _run(args, environ)
+        sys.stdout.flush()  # a reader gone away shows here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:  # `dfos-relay follow URL | head -1`: the reader has enough
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.command == "serve":
         return _serve(args, environ)
     if args.command in ("follow", "feed"):
