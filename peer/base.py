@@ -67,8 +67,12 @@ class PeerInvalidOperations(PeerError):
 
 def normalize_peer_url(url: str) -> str:
     """``scheme://host[:port][/path]`` without a trailing slash; raises ValueError."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url.strip())
+        port_ok = parts.port != 0  # raises on a port beyond 0..65535 or not a number
+    except ValueError:  # and on a malformed host ('http://[::1')
+        parts, port_ok = urlsplit(""), False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise ValueError(f"peer url must be http(s)://host[:port][/path], got {url!r}")
     if parts.query or parts.fragment:
         raise ValueError(f"peer url must not carry a query or fragment: {url!r}")

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from peer.base import normalize_peer_url
 from peer.feed import FeedClientError, FeedGapError, FollowOptions, follow
 
 
@@ -24,6 +25,10 @@ async def follow_command(
     live: bool,
     retries: int | None,
 ) -> int:
+    try:
+        url = normalize_peer_url(url)
+    except ValueError as exc:
+        raise FollowError(str(exc)) from None
     options = FollowOptions(
         mode=mode, live=live, kinds=kinds, chains=chains, authors=authors, max_retries=retries
     )

@@ -50,8 +50,13 @@ def drop_torn_tail(path: Path) -> int:
 
 
 async def dump_command(url: str, out: str, resume: bool) -> int:
+    from peer.base import normalize_peer_url
     from relay.dumplog import DumpError, dump_log
 
+    try:
+        url = normalize_peer_url(url)
+    except ValueError as exc:
+        raise TransferError(str(exc)) from None
     target = Path(out)
     if not target.parent.is_dir():
         raise TransferError(f"{out}: the directory {target.parent} does not exist")
