@@ -59,6 +59,16 @@ def store_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     return str(args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL)
 
 
+def _count(text: str) -> int:
+    """A number of times: an integer >= 0."""
+    from relay.protocol.untrusted import ascii_decimal
+
+    value = ascii_decimal(text.strip())
+    if value is None:  # not digits: a sign, a fraction, garbage
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from relay.settings import add_serve_arguments
 
@@ -89,7 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     fol.add_argument("--authors", metavar="DID,...", help="signer DIDs")
     fol.add_argument("--no-live", action="store_true", help="stop at the end of stored events")
     fol.add_argument(
-        "--retries", type=int, default=None, metavar="N", help="give up after N failed reconnects"
+        "--retries",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="give up after N failed reconnects",
     )
 
     feed = commands.add_parser("feed", help="administer a store's changes feed")
