@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -165,7 +166,7 @@ def read_failure(exc: Exception) -> InputError | None:
     for any other failure. Spark reports it by error class, on the Python
     exception or on the Java one py4j wraps."""
     java = getattr(exc, "java_exception", None)
-    source = exc if hasattr(exc, "getCondition") else java
+    source: Any = exc if hasattr(exc, "getCondition") else java
     try:
         condition = source.getCondition() if source is not None else None
         message = str(source.getMessage()) if source is not None else ""
