@@ -54,37 +54,53 @@ def _open(path: Path, mode: str) -> IO[str]:
 
 
 def last_dumped_cid(path: Path) -> str | None:
-    """The CID of the last complete line of an existing dump, or None."""
+    """The CID of the last complete line of an existing dump, or None when
+    it has none. Raises ``DumpError`` when the file cannot be read or its
+    last line is not a log entry: resuming from a guess would duplicate
+    the log (or append it to something that is not a dump)."""
+    return _read_last(path)[0]
+
+
+def _read_last(path: Path) -> tuple[str | None, bool]:
+    """``last_dumped_cid``, and whether the file is a ``.gz`` dump torn
+    mid-write (its last member flushed but never closed)."""
     if not path.exists():
-        return None
+        return None, False
     last: str | None = None
-    with _open(path, "r") as fh:
-        for line in fh:
-            if line.endswith("\n") and line.strip():
-                last = line
+    torn = False
+    try:
+        with _open(path, "r") as fh:
+            for line in fh:
+                if line.endswith("\n") and line.strip():
+                    last = line
+    except EOFError:
+        torn = True
+    except (OSError, UnicodeDecodeError) as exc:  # BadGzipFile is an OSError
+        raise DumpError(f"cannot resume {path} ({exc}); dump it anew with --no-resume") from None
     if last is None:
-        return None
-    cid = json.loads(last).get("cid")
-    return cid if isinstance(cid, str) else None
+        return None, torn
+    try:
+        entry = json.loads(last)
+    except ValueError:
+        entry = None
+    cid = entry.get("cid") if isinstance(entry, dict) else None
+    if not isinstance(cid, str):
+        raise DumpError(
+            f"cannot resume {path}: its last line is not a log entry; dump it anew with --no-resume"
+        )
+    return cid, torn
 
 
 def _mend_torn_gzip(path: Path) -> None:
     """Rewrite a ``.gz`` dump whose last member has no end as its complete
-    lines (a temporary file, then an atomic replace)."""
+    lines (a temporary file, then an atomic replace): a member appended
+    after an unterminated one would be unreadable."""
     mended = path.with_name(f".{path.name}")  # still .gz: written compressed
     with _open(path, "r") as src, _open(mended, "w") as dst, contextlib.suppress(EOFError):
         for line in src:
             if line.endswith("\n"):
                 dst.write(line)
     mended.replace(path)
-
-
-def _resume_after(path: Path) -> str | None:
-    try:
-        return last_dumped_cid(path)
-    except EOFError:  # a .gz dump interrupted mid-write
-        _mend_torn_gzip(path)
-        return last_dumped_cid(path)
 
 
 async def _page(
@@ -107,6 +123,20 @@ async def _page(
     return entries, cursor
 
 
+async def _check_resumes_here(
+    client: httpx.AsyncClient, base_url: str, after: str, path: Path
+) -> None:
+    """Nothing after ``after``: a dump that is complete, or one whose last CID
+    this relay does not hold (another relay's dump, or an op purged since),
+    which would never advance. Only a 404 says which; other answers pass."""
+    url = f"{base_url.rstrip('/')}/operations/{after}"
+    if (await client.get(url)).status_code == 404:
+        raise DumpError(
+            f"{path} ends with {after}, which {base_url} does not hold (a dump of another "
+            "relay, or purged since); dump it anew with --no-resume"
+        )
+
+
 async def dump_log(
     client: httpx.AsyncClient, base_url: str, out_path: str | Path, resume: bool = True
 ) -> int:
@@ -118,15 +148,22 @@ async def dump_log(
     when the relay is unreachable).
     """
     path = Path(out_path)
-    after = _resume_after(path) if resume else None
+    after, torn = _read_last(path) if resume else (None, False)
+    # The first page is fetched before the file is touched: a relay that
+    # cannot answer leaves an existing dump as it was, even without resume.
+    entries, cursor = await _page(client, base_url, after)
+    if after is not None and not entries:
+        await _check_resumes_here(client, base_url, after, path)
+    if torn:
+        _mend_torn_gzip(path)
+    lines = [log_entry_to_jsonl(entry) + "\n" for entry in entries]
     written = 0
     with _open(path, "a" if resume else "w") as fh:
         while True:
-            entries, cursor = await _page(client, base_url, after)
-            lines = [log_entry_to_jsonl(entry) + "\n" for entry in entries]
             fh.writelines(lines)
             fh.flush()
             written += len(lines)
             if cursor is None or not entries:
                 return written
-            after = cursor
+            entries, cursor = await _page(client, base_url, cursor)
+            lines = [log_entry_to_jsonl(entry) + "\n" for entry in entries]
