@@ -8,6 +8,7 @@ never reports one that neither side ever held."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,21 +48,27 @@ def skip_ranges_then_a_fingerprint(count: int) -> bytes:
     return bytes(out)
 
 
+def answer(theirs: Negentropy, message: bytes, on_pause: Callable[[int], None]) -> bytes:
+    """Drive ``respond_in_steps``, calling ``on_pause`` with the pause count."""
+    steps, pauses = theirs.respond_in_steps(message), 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            reply: bytes = done.value
+            return reply
+        pauses += 1
+        on_pause(pauses)
+
+
 def test_a_long_query_pauses_every_ranges_per_step_and_answers_as_at_once() -> None:
     rng = random.Random(3)
     tree = FingerprintTree([(rng.randrange(2000), rng.randbytes(32)) for _ in range(500)])
     opts = NegentropyOptions(ranges_per_step=100)
     message = skip_ranges_then_a_fingerprint(999)
-    steps = Negentropy(tree, opts).respond_in_steps(message)
-    pauses = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            reply = done.value
-            break
-        pauses += 1
-    assert pauses == 10
+    pauses: list[int] = []
+    reply = answer(Negentropy(tree, opts), message, pauses.append)
+    assert pauses[-1] == 10
     assert reply == Negentropy(tree, opts).respond(message)
 
 
@@ -95,13 +102,9 @@ def test_items_arriving_during_pauses_never_hide_what_both_sides_had(
     while message is not None:
         rounds += 1
         assert rounds < 500, "no progress"
-        steps = theirs.respond_in_steps(message)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                reply: bytes = done.value
-                break
+
+        def change(_: int) -> None:
+            nonlocal tree
             if purges and purges.pop() and tree.size():  # a purge rebuilds the tree
                 held = list(tree.items(0, tree.size()))
                 throughout.discard(held.pop(len(held) // 2))
@@ -110,7 +113,8 @@ def test_items_arriving_during_pauses_never_hide_what_both_sides_had(
                 tree.insert(to_insert[-1])
                 ever.add(to_insert.pop())
             theirs.storage = StorageWindow(tree, since, until)
-        step = ours.step(reply)
+
+        step = ours.step(answer(theirs, message, change))
         have.update(step.have)
         need.update(step.need)
         message = step.message
@@ -130,17 +134,13 @@ def test_a_purge_during_a_pause_moves_no_range_onto_other_items() -> None:
     opts = NegentropyOptions(ranges_per_step=1)
     ours = Negentropy(VectorStorage(shared), opts)
     theirs = Negentropy(FingerprintTree(shared), opts)
-    steps, pauses = theirs.respond_in_steps(ours.initiate()), 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            reply: bytes = done.value
-            break
-        pauses += 1
+
+    def purge(pauses: int) -> None:
         if pauses == 2:  # the first range is answered; purge an item inside it,
             # so every later range's items move down one place
             theirs.storage = FingerprintTree(shared[1:])
+
+    reply = answer(theirs, ours.initiate(), purge)
     # the first range was answered before the purge; every later one still
     # covers the same items on both sides, so all agree
     step = ours.step(reply)

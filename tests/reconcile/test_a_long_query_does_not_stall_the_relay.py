@@ -11,11 +11,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from relay import create_relay
 from relay.protocol.negentropy import INFINITY, Bound, Mode, encode_varint
 from relay.protocol.negentropy.wire import BoundWriter
-from relay.testing.server import serve_on_loopback
 from stores.memory import MemoryStore
+from tests.support.served import TRANSPORTS, served_relay
 
 OCTET = {"content-type": "application/octet-stream"}
 
@@ -29,22 +28,10 @@ def skip_ranges_filling(size: int) -> bytes:
     return bytes(out)
 
 
-@pytest.fixture(params=["in-process", "hypercorn"])
+@pytest.fixture(params=TRANSPORTS)
 async def http(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient]:
-    relay = create_relay(MemoryStore())
-    if request.param == "in-process":
-        transport = httpx.ASGITransport(app=relay.app)
-        async with (
-            relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c,
-        ):
-            yield c
-    else:
-        async with (
-            serve_on_loopback(relay.app) as url,
-            httpx.AsyncClient(base_url=url, timeout=60) as c,
-        ):
-            yield c
+    async with served_relay(MemoryStore(), request.param) as served:
+        yield served.client
 
 
 async def test_other_requests_are_served_while_a_long_query_runs(
@@ -52,7 +39,9 @@ async def test_other_requests_are_served_while_a_long_query_runs(
 ) -> None:
     query = skip_ranges_filling(1024 * 1024)
     started = time.perf_counter()
-    long_round = asyncio.create_task(http.post("/sync/negentropy", content=query, headers=OCTET))
+    long_round = asyncio.create_task(
+        http.post("/sync/negentropy", content=query, headers=OCTET, timeout=120)
+    )
     await asyncio.sleep(0.05)  # the round is under way
     answered: list[float] = []
     while not long_round.done():
