@@ -50,7 +50,7 @@ import contextlib
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
@@ -138,7 +138,9 @@ class ForwardWatch(Protocol):
     """What the out-links learn of the forward queue (``OutLinks``)."""
 
     def forwarding(self, tokens: Sequence[str]) -> None: ...
-    def forwarded(self, tokens: Sequence[str], lost: bool = False) -> None: ...
+    def forwarded(
+        self, tokens: Sequence[str], lost: bool = False, links: Collection[str] | None = None
+    ) -> None: ...
 
 
 def _out(op: Routed, hop: str | None) -> Outgoing:
@@ -248,8 +250,23 @@ class FanOut:
         except asyncio.QueueFull:
             self.not_forwarded += len(ops)
             log.warning("fan-out: forward queue full; %d ops not forwarded", len(ops))
-            if self.watch is not None:
-                self.watch.forwarded(tokens, lost=True)
+            if self.watch is not None:  # lost for the links of their shares only
+                for share, dropped in self._shares_now(origin_url, ops, stand_in_for).items():
+                    self.watch.forwarded([op.jws_token for op in dropped], lost=True, links=share)
+
+    def _shares_now(
+        self, origin_url: str, ops: list[Routed], stand_in_for: str | None
+    ) -> dict[frozenset[str] | None, list[Routed]]:
+        """``ops`` by the lanes ``_forward`` would send them to, as far as
+        that is known without I/O; None: not known (our DID or the origin's
+        list not known yet, or a cached list that does not make us a
+        coordinator: ``_forward`` would read it again)."""
+        me = stand_in_for or self._self_did()
+        by_share: dict[frozenset[str] | None, list[Routed]] = defaultdict(list)
+        for op in ops:
+            share = self._share(me, origin_url, op) if me is not None else None
+            by_share[frozenset(share) if share is not None else None].append(op)
+        return by_share
 
     def start(self) -> None:
         if self._task is None:
@@ -267,28 +284,33 @@ class FanOut:
     async def _run(self) -> None:
         while True:
             origin_url, ops, stand_in_for = await self._queue.get()
-            placed = False
+            unplaced: list[Routed] = ops  # until _forward says otherwise: every link is held
             try:
-                placed = await self._forward(origin_url, ops, stand_in_for)
+                unplaced = await self._forward(origin_url, ops, stand_in_for)
             except Exception:  # one bad batch must not end forwarding
                 log.exception("fan-out: forwarding for %s failed", origin_url)
             finally:
                 if self.watch is not None:
-                    self.watch.forwarded([op.jws_token for op in ops], lost=not placed)
+                    lost = {op.jws_token for op in unplaced}
+                    done = [op.jws_token for op in ops if op.jws_token not in lost]
+                    self.watch.forwarded(done)
+                    self.watch.forwarded([op.jws_token for op in unplaced], lost=True)
                 self._queue.task_done()
 
     async def _forward(
         self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
-    ) -> bool:
-        """Hand ``ops`` to the lanes of our share; False when they could not
-        be placed at all (we do not know our own DID yet)."""
+    ) -> list[Routed]:
+        """Hand ``ops`` to the lanes of our share; returns those whose share
+        could not be known (we do not know our own DID yet, or the origin's
+        peer list cannot be read): no link may count them as delivered."""
         me = stand_in_for or self._self_did()
         if me is None:
             self.not_forwarded += len(ops)
-            return False
+            return ops
         if self._directory.peers_of(origin_url) is None:
             await self._directory.resolve(origin_url)
         per_url: dict[str, list[Outgoing]] = defaultdict(list)
+        unknown: list[Routed] = []
         reread = False
         for op in ops:
             share = self._share(me, origin_url, op)
@@ -298,13 +320,15 @@ class FanOut:
                 share = self._share(me, origin_url, op)
             if share is None:
                 self.not_forwarded += 1
-                continue
+                if self._directory.peers_of(origin_url) is None:
+                    unknown.append(op)  # no list to know the share by
+                continue  # else not ours by the origin's list: nothing is held
             for url in share:
                 per_url[url].append(_out(op, HOP_FORWARDED))
         for url, items in per_url.items():
             self.forwarded += len(items)
             self._gossip.send(url, items)
-        return True
+        return unknown
 
     def _share(self, me: str, origin_url: str, op: Routed) -> list[str] | None:
         """The URLs of our lanes in our share of ``op`` (None: not ours)."""

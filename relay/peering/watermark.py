@@ -10,7 +10,9 @@ that peer, an op routed elsewhere). It is
 where ``outstanding`` are the seqs queued for the peer and not yet
 delivered, and ``floor`` holds the watermark below ops gossip lost for it
 (a full queue, a batch given up after its attempts, a shutdown with ops
-still queued: the watermark stored at the last stop). Only a successful
+still queued: the watermark stored at the last stop; a coordinator's
+forward its forward queue had no room for: the links of the op's share, or
+every link when the share is not known without I/O). Only a successful
 reconciliation that pushed to the peer clears the floor: then the peer
 holds everything we held when the run began.
 
@@ -22,7 +24,7 @@ does not know (the relay's own identity ops at start) are not tracked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from relay.protocol.untrusted import ascii_decimal
 from relay.rules.outcomes import SequencedOp
@@ -89,10 +91,14 @@ class OutLinks:
             if self._forward_min is None or seq < self._forward_min:
                 self._forward_min = seq
 
-    def forwarded(self, tokens: Sequence[str], lost: bool = False) -> None:
+    def forwarded(
+        self, tokens: Sequence[str], lost: bool = False, links: Collection[str] | None = None
+    ) -> None:
         """The forward task is done with ``tokens``: handed to their lanes
         (``queued`` took them), not ours to forward, or ``lost`` (the queue
-        was full): then every lane is held below them until a repair."""
+        was full, or we could not place them): then the lanes of ``links``,
+        their share, are held below them until a repair (every lane when
+        ``links`` is None: the share is not known)."""
         seqs: list[int] = []
         released = False
         for token in tokens:
@@ -105,7 +111,9 @@ class OutLinks:
                 del self._forwarding[token]
                 released = released or held[0] == self._forward_min
         if lost and seqs:
-            for url in self._urls:
+            if links is not None:
+                self._urls.update(links)
+            for url in self._urls if links is None else links:
                 self._floor[url] = min(self._floor.get(url, self.head), min(seqs) - 1)
                 self.ledger.note(url, "out", state="repairing")
         if released:

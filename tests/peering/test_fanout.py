@@ -19,6 +19,7 @@ from peer import PeerConfig
 from peer.asgi import RecordedPost
 from peer.base import HOP_FORWARDED, HOP_TO_COORDINATOR
 from relay.peering.config import PeeringConfig
+from relay.peering.rendezvous import coordinators, rank, share_of
 from relay.protocol import decode_jws
 from relay.testing.workload import mixed_workload
 from tests.peering.mesh import (
@@ -31,6 +32,7 @@ from tests.peering.mesh import (
     post_all,
 )
 from tests.support.relay_api import PAST_MS
+from tests.support.waiting_ops import other_identities
 
 N = 9  # P = 8 gossip peers each: k = 3 coordinators per op
 RENDEZVOUS = replace(FAST, fanout_direct_max=4)
@@ -136,6 +138,52 @@ async def test_a_forward_lost_to_a_down_peer_holds_the_coordinators_watermark(
             out_links = mesh.peering(i).out_links
             assert out_links.watermark(down) == out_links.head
             assert mesh.peering(i).ledger.get(down, "out").state == "live"
+
+
+async def test_a_forward_the_queue_had_no_room_for_holds_only_the_links_of_its_share(
+    tmp_path: Path,
+) -> None:
+    """A coordinator whose forward queue is full drops a forward: the
+    links of that op's share are held below it, repairing; every other
+    link (the origin's, the other coordinators') stays live, its watermark
+    moving with the head."""
+    actors, tokens = other_identities(31, count=12)  # independent ops
+    config = replace(RENDEZVOUS, fanout_forward_queue_max=1)
+    async with in_process_mesh(tmp_path, N, config=config, **GOSSIP_ONLY) as mesh:
+        await mesh.resolve_peers()
+        await mesh.settle_gossip()
+        index = {r.did: i for i, r in enumerate(mesh.relays)}
+        peers = [r.did for r in mesh.relays[1:]]  # relay 0's advertised peers
+        ranked = [rank(peers, actor.did, actor.head_cid) for actor in actors]
+        # relay c coordinates op a (which fills its forward queue) and op b (dropped)
+        c, a, b = next(
+            (index[did], a, b)
+            for a in range(len(actors))
+            for b in range(a + 1, len(actors))
+            for did in coordinators(ranked[a])
+            if did in coordinators(ranked[b])
+        )
+        share_dids = share_of(mesh.relays[c].did, peers, actors[b].did, actors[b].head_cid)
+        share = {mesh.urls[index[did]] for did in share_dids or ()}
+        assert share, "the dropped op is forwarded to some peers"
+        await mesh.peering(c).fanout.stop()  # the forwarder: the queue fills
+        for j in (a, b):
+            await post_all(mesh.http, mesh.urls[0], [tokens[j]])
+            await mesh.peering(0).flushed()
+        out_links = mesh.peering(c).out_links
+        dropped_below = out_links.head  # op b's seq at c
+        assert mesh.peering(c).fanout.not_forwarded == 1
+        mesh.peering(c).fanout.start()
+        later = [tokens[j] for j in range(len(actors)) if j not in (a, b)]
+        await post_all(mesh.http, mesh.urls[0], later)
+        await mesh.settle_gossip()
+        assert out_links.head > dropped_below
+        for url in mesh.peering(c).gossip.lanes:
+            state = mesh.peering(c).ledger.get(url, "out").state
+            if url in share:
+                assert (out_links.watermark(url), state) == (dropped_below - 1, "repairing"), url
+            else:
+                assert (out_links.watermark(url), state) == (out_links.head, "live"), url
 
 
 async def test_a_coordinator_seen_failing_is_stood_in_for_so_its_share_still_gets_ops(

@@ -3,13 +3,19 @@ pushes (``relay.peering.watermark.OutLinks``, the out-links of the
 replication ledger): an op on the fan-out's forward queue holds every
 out-link below it until it is handed to its lanes, even when it sits in two
 batches (as coordinator and as stand-in); a lane that then gives it up holds
-that link below it, repairing, until a reconciliation pushes to the peer."""
+that link below it, repairing, until a reconciliation pushes to the peer;
+one the forward queue had no room for holds the links of its share (every
+link when the share is not known)."""
 
 from __future__ import annotations
 
+from relay.peering.config import PeeringConfig
+from relay.peering.fanout import Routed
 from relay.peering.ledger import LinkLedger
+from relay.peering.service import build_peering
 from relay.peering.watermark import OutLinks
 from relay.rules.outcomes import SequencedOp
+from relay.testing.server import free_port
 
 A, B = "http://a.test", "http://b.test"
 
@@ -63,3 +69,29 @@ def test_a_forward_the_queue_had_no_room_for_holds_every_link() -> None:
     links.forwarded(["tok5"], lost=True)
     for url in (A, B):
         assert links.watermark(url) == 4 and links.ledger.get(url, "out").state == "repairing"
+
+
+def test_a_forward_the_queue_had_no_room_for_holds_the_links_of_its_share_only() -> None:
+    links = _coordinator_with_one_forward(1)
+    links.forwarded(["tok5"], lost=True, links=[A])  # its share: a
+    assert links.watermark(A) == 4 and links.ledger.get(A, "out").state == "repairing"
+    assert links.watermark(B) == 5 and links.ledger.get(B, "out").state != "repairing"
+
+
+async def test_a_forward_whose_origin_list_cannot_be_read_holds_every_link() -> None:
+    """A coordinator (here a stand-in) that cannot read the origin's peer
+    list does not know the op's share: nothing may count it as delivered."""
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: its list cannot be read
+    peering = build_peering([A, B], config=PeeringConfig(backoff_base_s=0.01))
+    links = peering.out_links
+    links.start([A, B], 4)
+    links.offered([_op(5)])
+    peering.fanout.start()
+    try:
+        peering.fanout.forward_again(nowhere, [Routed("bafy5", "tok5", "did:dfos:x")], "did:dfos:c")
+        links.offer_done([A, B])
+        await peering.fanout.flushed()
+    finally:
+        await peering.stop()
+    for url in (A, B):
+        assert (links.watermark(url), peering.ledger.get(url, "out").state) == (4, "repairing")
