@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from relay.compose import create_relay
 from relay.engine import Relay
 from relay.observability.logging import configure_logging
-from relay.settings import ServeSettings, SettingsError, parse_settings
+from relay.settings import ENV_PREFIX, ServeSettings, SettingsError, parse_settings
 
 if TYPE_CHECKING:
     from relay.peering.api import PeeringService
@@ -58,10 +58,11 @@ def peering_from_settings(settings: ServeSettings) -> PeeringService | None:
     return build_peering(settings.peers, None, config=settings.peering_config())
 
 
-def relay_from_settings(settings: ServeSettings) -> Relay:
-    """Compose (no I/O) the relay that ``settings`` describe."""
+def relay_from_settings(settings: ServeSettings, *, store_source: str) -> Relay:
+    """Compose (no I/O) the relay that ``settings`` describe; a bad store URL
+    is blamed on ``store_source`` (the flag or variable it came from)."""
     return create_relay(
-        store_from_url(settings.store),
+        store_from_url(settings.store, store_source),
         config=settings.relay_config(),
         peering=peering_from_settings(settings),
     )
@@ -73,7 +74,7 @@ def create_app(env: Mapping[str, str]) -> Any:
     and polls peers (``relay.peering.lead``)."""
     settings = parse_settings(env)
     configure_logging(settings.log_level)
-    return relay_from_settings(settings).app
+    return relay_from_settings(settings, store_source=ENV_PREFIX + "STORE").app
 
 
 class _RelayFromEnvironment:

@@ -789,7 +789,11 @@ def parse_settings(
         )
     if settings.metrics_port is not None and settings.metrics_port == settings.port:
         source = (sources or {}).get(ENV_PREFIX + "METRICS_PORT", ENV_PREFIX + "METRICS_PORT")
-        raise SettingsError(source, "the metrics port must differ from --port")
+        port = ENV_PREFIX + "PORT"
+        port_source = (sources or {}).get(port, port) if port in raw else "the default port"
+        raise SettingsError(
+            source, f"the metrics port must differ from {port_source} ({settings.port})"
+        )
     return settings
 
 
@@ -814,6 +818,7 @@ __all__: Sequence[str] = [
     "SettingsError",
     "add_serve_arguments",
     "load_settings",
+    "merge_sources",
     "parse_peer",
     "parse_settings",
     "settings_env",

@@ -49,11 +49,11 @@ async def follow_command(
     return 0
 
 
-async def reset_epoch_command(store_url: str) -> int:
+async def reset_epoch_command(store_url: str, *, store_source: str) -> int:
     from relay.asgi import store_from_url
     from stores.base import StoreError
 
-    store = store_from_url(store_url)
+    store = store_from_url(store_url, store_source)
     try:
         await store.open()
         try:

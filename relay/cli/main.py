@@ -52,11 +52,17 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    """``--store``, else ``DFOS_RELAY_STORE``, else the default."""
+def store_url(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[str, str]:
+    """The store URL and where it came from, the name a bad one is blamed
+    on: ``--store``, else ``DFOS_RELAY_STORE``, else the default."""
     from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX
 
-    return str(args.store or env.get(ENV_PREFIX + "STORE") or DEFAULT_STORE_URL)
+    variable = ENV_PREFIX + "STORE"
+    if args.store:
+        return str(args.store), "--store"
+    if env.get(variable):
+        return env[variable], variable
+    return DEFAULT_STORE_URL, "--store"
 
 
 def _count(text: str) -> int:
@@ -175,16 +181,19 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.asgi import relay_from_settings
     from relay.cli.serve import ServeError, serve
     from relay.observability.logging import configure_logging
-    from relay.settings import SettingsError, load_settings, settings_env
+    from relay.settings import ENV_PREFIX, SettingsError, merge_sources, parse_settings
 
+    raw, sources = merge_sources(args, env)  # raw: what worker processes receive
     try:
-        settings = load_settings(args, env)
-        relay = relay_from_settings(settings)  # composes only: validates store and peers
+        settings = parse_settings(raw, sources)
+        store_source = sources.get(ENV_PREFIX + "STORE", "--store")
+        # composes only: validates store and peers
+        relay = relay_from_settings(settings, store_source=store_source)
     except SettingsError as exc:
         return _fail("serve", exc, EXIT_USAGE)
     configure_logging(settings.log_level)
     try:
-        return serve(settings, relay.app, settings_env(args, env))
+        return serve(settings, relay.app, raw)
     except ServeError as exc:  # start-up failures (store unreachable, port taken)
         return _fail("serve", exc, EXIT_FAILURE)
 
@@ -196,8 +205,8 @@ def _transfer(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         if args.command == "dump-log":
             return asyncio.run(dump_command(args.url, args.output, resume=not args.no_resume))
-        store = store_url(args, env)
-        return asyncio.run(import_command(args.file, store))
+        store, source = store_url(args, env)
+        return asyncio.run(import_command(args.file, store, store_source=source))
     except SettingsError as exc:
         return _fail(args.command, exc, EXIT_USAGE)
     except TransferError as exc:
@@ -233,8 +242,8 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 _split(args.authors), not args.no_live, args.retries,
             )  # fmt: skip
         else:
-            store = store_url(args, env)
-            coro = reset_epoch_command(store)
+            store, source = store_url(args, env)
+            coro = reset_epoch_command(store, store_source=source)
         return asyncio.run(coro)
     except SettingsError as exc:
         return _fail(args.command, exc, EXIT_USAGE)
@@ -257,11 +266,12 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         scope = parse_scope(args.scope) if args.scope is not None else None
     except ScopeError as exc:
         return _fail("reconcile", f"--scope: {exc}", EXIT_USAGE)
-    store = store_url(args, env)
+    store, source = store_url(args, env)
     try:
         coro = reconcile_command(
-            args.url, store, args.direction or "both", window, args.json, scope=scope
-        )
+            args.url, store, args.direction or "both", window, args.json,
+            scope=scope, store_source=source,
+        )  # fmt: skip
         return asyncio.run(coro)
     except SettingsError as exc:
         return _fail("reconcile", exc, EXIT_USAGE)
@@ -275,9 +285,9 @@ def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.verify import VerifyError, verify_store_command
     from relay.settings import SettingsError
 
-    store = store_url(args, env)
+    store, source = store_url(args, env)
     try:
-        return asyncio.run(verify_store_command(store))
+        return asyncio.run(verify_store_command(store, store_source=source))
     except SettingsError as exc:
         return _fail(args.command, exc, EXIT_USAGE)
     except VerifyError as exc:
@@ -290,9 +300,9 @@ def _peers(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.peers import PeersError, peers_command
     from relay.settings import SettingsError
 
-    store = store_url(args, env)
+    store, source = store_url(args, env)
     try:
-        return asyncio.run(peers_command(store, args.json))
+        return asyncio.run(peers_command(store, args.json, store_source=source))
     except SettingsError as exc:
         return _fail(args.command, exc, EXIT_USAGE)
     except PeersError as exc:

@@ -27,12 +27,12 @@ class PeersError(Exception):
     """One line for the operator."""
 
 
-async def read_links(store_url: str) -> list[LinkView]:
+async def read_links(store_url: str, store_source: str) -> list[LinkView]:
     from relay.asgi import store_from_url
     from relay.cli.verify import holds_no_store
     from stores.base import StoreError
 
-    store = store_from_url(store_url)
+    store = store_from_url(store_url, store_source)
     absent = await holds_no_store(store)
     if absent is not None:
         raise PeersError(f"store {store_url}: {absent}")
@@ -71,8 +71,8 @@ def table(views: list[LinkView]) -> str:
     return "\n".join(lines)
 
 
-async def peers_command(store_url: str, as_json: bool) -> int:
-    views = await read_links(store_url)
+async def peers_command(store_url: str, as_json: bool, *, store_source: str) -> int:
+    views = await read_links(store_url, store_source)
     if as_json:
         print(json.dumps({"links": [link_json(v) for v in views]}))
     elif not views:

@@ -28,6 +28,7 @@ async def reconcile_command(
     as_json: bool,
     *,
     scope: Scope | None = None,
+    store_source: str,
 ) -> int:
     from peer.base import normalize_peer_url
     from relay.asgi import store_from_url
@@ -38,7 +39,7 @@ async def reconcile_command(
         peer = normalize_peer_url(url)
     except ValueError as exc:
         raise ReconcileCommandError(str(exc)) from None
-    store = store_from_url(store_url)
+    store = store_from_url(store_url, store_source)
     relay = create_relay(store)
     window = None
     if window_s is not None:

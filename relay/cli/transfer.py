@@ -135,7 +135,7 @@ def _count_lines(path: Path) -> int:
     return sum(1 for _ in read_tokens(path))
 
 
-async def import_command(path_text: str, store_url: str) -> int:
+async def import_command(path_text: str, store_url: str, *, store_source: str) -> int:
     """Ingest a dump; exit 0 unless an entry was rejected for good.
 
     Entries still waiting for a dependency that is not in the file are
@@ -147,7 +147,7 @@ async def import_command(path_text: str, store_url: str) -> int:
     path = Path(path_text)
     if not path.is_file():
         raise TransferError(f"{path}: no such file")
-    store = store_from_url(store_url)  # a bad URL is a usage error, before reading
+    store = store_from_url(store_url, store_source)  # a bad URL is a usage error, before reading
     total = _count_lines(path)
     relay = create_relay(store)
     progress = Progress(f"import {path.name}", total=total)

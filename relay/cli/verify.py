@@ -61,11 +61,11 @@ _SQLITE_VERSION_TABLE = (
 )
 
 
-async def verify_store_command(store_url: str) -> int:
+async def verify_store_command(store_url: str, *, store_source: str) -> int:
     from relay.asgi import store_from_url
     from stores.base import StoreError
 
-    store = store_from_url(store_url)
+    store = store_from_url(store_url, store_source)
     absent = await holds_no_store(store)
     if absent is not None:
         raise VerifyError(f"store {store_url}: {absent} (nothing to audit; nothing was created)")
