@@ -41,12 +41,12 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def add_store_option(parser: argparse.ArgumentParser) -> None:
+def add_store_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     from relay.settings import DEFAULT_STORE_URL, ENV_PREFIX
 
     parser.add_argument(
         "--store",
-        default=None,
+        default=default,
         metavar="URL",
         help=f"store URL [env {ENV_PREFIX}STORE] (default {DEFAULT_STORE_URL})",
     )
@@ -113,13 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     feed = commands.add_parser("feed", help="administer a store's changes feed")
+    # Options in any order: --store before the nested command too. The
+    # nested one sets args.store only when given (it would otherwise
+    # overwrite an earlier --store with its default), and then it wins.
+    add_store_option(feed)
     feed_commands = feed.add_subparsers(
         dest="feed_command", required=True, parser_class=OneLineParser
     )
     reset = feed_commands.add_parser(
         "reset-epoch", help="start a new epoch (followers get 410 and bootstrap again)"
     )
-    add_store_option(reset)
+    add_store_option(reset, default=argparse.SUPPRESS)
 
     rec = commands.add_parser("reconcile", help="reconcile a store with a peer relay once")
     rec.add_argument("url", metavar="URL", help="base URL of the peer relay")
