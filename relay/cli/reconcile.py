@@ -50,13 +50,23 @@ async def reconcile_command(
             report = await relay.reconcile(peer, direction, window, scope=scope)
     except StoreError as exc:
         raise ReconcileCommandError(f"store {store_url}: {exc}") from None
-    if as_json:
+    if as_json:  # the report, failed or not: its "error" says which
         print(json.dumps(report.as_dict()))
-    else:
+    if not report.ok:  # no summary: it would read as a success
+        raise ReconcileCommandError(failure(report))
+    if not as_json:
         print(summary(report))
-    if not report.ok:
-        raise ReconcileCommandError(f"{peer}: {report.error}")
     return 0
+
+
+def failure(report: ReconcileReport) -> str:
+    """The one line of a failed run: the peer named once (a peer's errors
+    start with its URL), then what was already done, which stays done."""
+    error = (report.error or "failed").removeprefix(f"{report.peer}: ")
+    done = ""
+    if report.fetched or report.pushed:
+        done = f" (before that: {report.sequenced} op(s) new here, {report.pushed} sent)"
+    return f"{report.peer}: {error}{done}"
 
 
 def summary(report: ReconcileReport) -> str:
