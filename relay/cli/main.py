@@ -239,6 +239,10 @@ def _feed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.cli.feed import FollowError, follow_command, reset_epoch_command
     from relay.settings import SettingsError
 
+    if args.command == "follow" and args.mode == "bootstrap" and args.since is not None:
+        # a bootstrap starts at a snapshot: the relay takes no since with it
+        message = "--since resumes a tail; --mode bootstrap starts at a snapshot (drop one)"
+        return _fail("follow", message, EXIT_USAGE)
     try:
         if args.command == "follow":
             coro = follow_command(
