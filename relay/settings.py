@@ -70,6 +70,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4444
 DEFAULT_STORE_URL = "sqlite:///dfos-relay.db"  # relative: ./dfos-relay.db
 DEFAULT_WORKERS = 1
+MAX_WORKERS = 64  # each worker is a process with its own pools: more is a typo, not a plan
 DEFAULT_SYNC_INTERVAL_S = 30.0  # 0 turns periodic sync off
 DEFAULT_GRACEFUL_TIMEOUT_S = 30.0  # in-flight requests get this long after SIGTERM
 STORE_SCHEMES = ("memory", "sqlite", "postgresql", "postgres")
@@ -414,8 +415,8 @@ OPTIONS: tuple[Option, ...] = (
         "--workers",
         "WORKERS",
         "value",
-        _int_in(1),
-        "hypercorn worker processes (default 1; >1 needs a shared store)",
+        _int_in(1, MAX_WORKERS),
+        f"hypercorn worker processes, 1..{MAX_WORKERS} (default 1; >1 needs a shared store)",
         "N",
     ),
     Option(
@@ -813,6 +814,7 @@ __all__: Sequence[str] = [
     "DEFAULT_PORT",
     "DEFAULT_STORE_URL",
     "ENV_PREFIX",
+    "MAX_WORKERS",
     "OPTIONS",
     "ServeSettings",
     "SettingsError",
