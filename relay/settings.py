@@ -225,7 +225,10 @@ def _host(text: str) -> str:
 
 def _store(text: str) -> str:
     url = text.strip()
-    scheme = urlsplit(url).scheme
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as exc:  # a broken [IPv6] host, say
+        raise ValueError(f"store URL {text!r} is malformed: {exc}") from None
     if scheme not in STORE_SCHEMES or "://" not in url:
         raise ValueError(
             f"expected memory://, sqlite:///PATH or postgresql://USER@HOST:PORT/DB, got {text!r}"

@@ -20,7 +20,10 @@ SCHEMES = ("memory", "sqlite", "postgresql", "postgres")
 
 def open_store_from_url(url: str) -> RelayStore:
     """Build (not open) the store named by ``url``; raise StoreError if unusable."""
-    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    try:
+        scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    except ValueError as exc:  # a broken [IPv6] host, say
+        raise StoreError(f"store URL {url!r} is malformed: {exc}") from None
     if scheme == "memory":
         from stores.memory import MemoryStore
 
@@ -36,8 +39,22 @@ def open_store_from_url(url: str) -> RelayStore:
     if scheme in ("postgresql", "postgres"):
         from stores.postgres import PostgresStore
 
+        check_postgres_ports(url)
         return PostgresStore(url)
     raise StoreError(
         f"unsupported store URL {url!r}: expected memory://, sqlite:///path/relay.db "
         "or postgresql://user@host:port/db"
     )
+
+
+def check_postgres_ports(url: str) -> None:
+    """Every port of ``url``'s hosts (``h1:5432,h2:5433`` too) is 1..65535,
+    or a ``StoreError`` naming the URL: the driver would raise a bare
+    ``ValueError`` or ``OverflowError`` only when the store is opened.
+    Not checked: that the hosts resolve or listen."""
+    netloc = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+    for host in netloc.rpartition("@")[2].split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        text = port.rpartition(":")[2] if ":" in port else ""
+        if text and not (text.isascii() and text.isdecimal() and 0 < int(text) < 65536):
+            raise StoreError(f"Postgres URL {url!r}: a port must be 1..65535, got {text!r}")
