@@ -96,6 +96,8 @@ async def follow(
 ) -> AsyncIterator[FeedEvent]:
     """Events of ``url``'s feed from ``since`` (a token or seq), reconnecting."""
     opts = options or FollowOptions()
+    if since is not None and opts.mode == "bootstrap":
+        raise ValueError("since resumes a tail; a bootstrap starts at a snapshot")
     own = client is None
     http = client or httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=opts.read_timeout_s))
     position = since

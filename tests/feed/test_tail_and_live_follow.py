@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 import websockets
 from httpx_sse import aconnect_sse
 
@@ -236,3 +237,11 @@ async def test_a_live_sse_subscriber_that_leaves_is_let_go(served: Served) -> No
                 return
             await asyncio.sleep(0.1)
     raise AssertionError("the subscription outlived its client")
+
+
+async def test_follow_refuses_since_with_a_bootstrap() -> None:
+    """A bootstrap starts at a snapshot; a since given with it would make a
+    retry before the snapshot a tail from there, the snapshot's items lost."""
+    events = follow("http://127.0.0.1:9", since="5", options=FollowOptions(mode="bootstrap"))
+    with pytest.raises(ValueError, match="bootstrap"):
+        await anext(events)
