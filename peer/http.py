@@ -3,9 +3,13 @@
 
 One ``httpx.AsyncClient`` serves every peer. It is injected (tests pass one
 whose transport routes to in-process apps) or owned and closed by
-``aclose()``. Every call has explicit connect/read timeouts, and responses
+``aclose()``. Every call has explicit connect/read timeouts and a deadline for the
+whole exchange (a peer trickling bytes inside the read timeout), and responses
 are streamed and abandoned once they pass ``max_response_bytes``, so a peer
-that serves a huge page costs at most that much memory.
+that serves a huge page costs at most that much memory. The cap counts
+decoded bytes as they are inflated (``gzip`` or ``deflate``, one layer), so
+a small compressed body cannot inflate past it either; any other
+``Content-Encoding`` is a malformed answer.
 
 Failures raise the ``PeerError`` tree of ``peer.base``; this module does not
 log (the caller logs once, with the peer URL, when it decides what to do).
@@ -13,6 +17,8 @@ log (the caller logs once, with the peer URL, when it decides what to do).
 
 from __future__ import annotations
 
+import asyncio
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +42,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 2.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 DEFAULT_POOL_TIMEOUT_S = 5.0
+DEFAULT_REQUEST_DEADLINE_S = 60.0  # one whole exchange: 8 MiB at ~140 KB/s
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 DEFAULT_PAGE_LIMIT = 100  # the spec's default page size
 MAX_PAGE_LIMIT = 1000  # the spec's maximum page size
@@ -48,6 +55,7 @@ class PeerLimits:
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
     pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S
+    request_deadline_s: float = DEFAULT_REQUEST_DEADLINE_S
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def timeout(self) -> httpx.Timeout:
@@ -184,18 +192,26 @@ class HttpPeerClient:
     ) -> tuple[int, bytes]:
         """(status, raw body read up to the size cap); failures as ``PeerError``."""
         try:
-            async with self._client.stream(
-                method,
-                peer_url + path,
-                params=params,
-                json=json_body,
-                content=content,
-                headers=headers,
-                timeout=self.limits.timeout(),
-            ) as response:
+            async with (
+                asyncio.timeout(self.limits.request_deadline_s),
+                self._client.stream(
+                    method,
+                    peer_url + path,
+                    params=params,
+                    json=json_body,
+                    content=content,
+                    # only what _read_capped inflates with a bound, whatever
+                    # codecs httpx would announce (br, zstd when installed)
+                    headers={"accept-encoding": ACCEPTED_ENCODINGS, **(headers or {})},
+                    timeout=self.limits.timeout(),
+                ) as response,
+            ):
                 return response.status_code, await self._read_capped(peer_url, response)
         except PeerError:
             raise
+        except TimeoutError as exc:  # the deadline (before OSError: it is one)
+            deadline = self.limits.request_deadline_s
+            raise PeerTimeout(peer_url, f"{method} {path} passed its {deadline}s deadline") from exc
         except httpx.TimeoutException as exc:
             kind = type(exc).__name__
             raise PeerTimeout(peer_url, f"{method} {path} timed out ({kind})") from exc
@@ -208,14 +224,46 @@ class HttpPeerClient:
         size_declared = ascii_decimal(declared) if declared is not None else None
         if size_declared is not None and size_declared > cap:
             raise PeerResponseTooLarge(peer_url, f"declared {declared} bytes > cap {cap}")
+        inflate = _decompressor(peer_url, response)
         chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
+        received = size = 0
+        # raw bytes, inflated here with a bound: httpx would inflate each
+        # network chunk whole (a 64 KiB gzip chunk is 64 MiB) before we count it
+        async for raw in response.aiter_raw():
+            received += len(raw)
+            chunk = raw if inflate is None else _inflate(peer_url, inflate, raw, cap - size + 1)
             size += len(chunk)
-            if size > cap:  # leaving the stream context closes the connection
+            if size > cap or received > cap:  # leaving the stream context closes the connection
                 raise PeerResponseTooLarge(peer_url, f"response passed the {cap}-byte cap")
             chunks.append(chunk)
+        if inflate is not None and received and not inflate.eof:
+            raise PeerMalformedPage(peer_url, "compressed response is truncated")
         return b"".join(chunks)
+
+
+ACCEPTED_ENCODINGS = "gzip, deflate"
+
+
+def _decompressor(peer_url: str, response: httpx.Response) -> zlib._Decompress | None:
+    """A zlib decompressor for the response's ``Content-Encoding`` (None: identity)."""
+    values = response.headers.get_list("content-encoding", split_commas=True)
+    codings = [v.strip().lower() for v in values if v.strip().lower() not in ("", "identity")]
+    if not codings:
+        return None
+    if codings == ["gzip"] or codings == ["x-gzip"]:
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if codings == ["deflate"]:
+        return zlib.decompressobj(zlib.MAX_WBITS)  # zlib-wrapped, as RFC 9110 defines it
+    raise PeerMalformedPage(peer_url, f"unsupported content-encoding {', '.join(codings)[:80]!r}")
+
+
+def _inflate(peer_url: str, inflate: zlib._Decompress, raw: bytes, max_length: int) -> bytes:
+    """At most ``max_length`` bytes of ``raw`` inflated (more stays unread:
+    the caller treats a full ``max_length`` as passing the cap)."""
+    try:
+        return inflate.decompress(raw, max_length)
+    except zlib.error as exc:
+        raise PeerMalformedPage(peer_url, f"compressed response is corrupt: {exc}") from exc
 
 
 def _clamp(limit: int | None) -> int:
