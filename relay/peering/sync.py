@@ -157,7 +157,19 @@ class SyncIn:
                     fetch = self._fetch(url, cursor, budget)
                     continue
                 if not page.entries:
-                    break
+                    # a scoped page may scan past ops it leaves out and hold none:
+                    # keep its position, or the next poll scans the same stretch
+                    moved = page.cursor or page.scanned_to
+                    if moved is None or moved == cursor:
+                        break
+                    await host.store.set_peer_cursor(key, moved)
+                    cursor = moved
+                    await self._ledger_tokens(url, moved)
+                    budget -= 1  # an empty page costs something: a peer cannot loop us
+                    if page.cursor is None or budget <= 0:
+                        break
+                    fetch = self._fetch(url, page.cursor, budget)
+                    continue
                 budget -= len(page.entries)
                 if page.cursor is not None and page.cursor != cursor and budget > 0:
                     fetch = self._fetch(url, page.cursor, budget)
