@@ -5,7 +5,9 @@ with exponential backoff when the connection drops, resuming from the last
 token it yielded (``Last-Event-ID``), so nothing is missed or repeated; a
 410 raises ``FeedGapError`` (with the relay's minSeq, epoch and bootstrap
 URL) and a relay without a feed (a v0.7.1 relay: 404) raises
-``FeedUnavailable``. Other 4xx answers raise ``FeedRejected``.
+``FeedUnavailable``. Other 4xx answers raise ``FeedRejected``. One event
+(its lines up to the blank line) holds at most ``MAX_EVENT_BYTES``: a peer
+streaming past that breaks the connection, like any other fault.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from relay.protocol.untrusted import ascii_decimal, json_value
+
+# One event of the feed: an op's token (the relay takes 4 MiB bodies) in its
+# JSON envelope, with room.
+MAX_EVENT_BYTES = 6 * 1024 * 1024
 
 
 class FeedClientError(Exception):
@@ -156,7 +163,10 @@ async def _one_connection(
         if response.status_code != 200:
             await response.aread()
             _raise_for(url, response)
-        async for sse in source.aiter_sse():
+        content_type = response.headers.get("content-type", "").partition(";")[0]
+        if "text/event-stream" not in content_type:
+            raise SSEError(f"{url}: feed answered content-type {content_type[:80]!r}")
+        async for sse in _bounded_events(url, response):
             if not sse.event or sse.event == "message":
                 continue
             data = _event_data(url, sse.event, sse.data)
@@ -166,6 +176,27 @@ async def _one_connection(
                 raise httpx.RemoteProtocolError(f"{url}: feed error: {data.get('error')}")
             token = sse.id or None if sse.event in ("op", "eose") else None
             yield FeedEvent(sse.event, data, token)
+
+
+async def _bounded_events(url: str, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    """``response``'s events (httpx-sse's decoders), refusing one that
+    passes ``MAX_EVENT_BYTES`` before its blank line, on one line or many."""
+    lines, decoder = SSELineDecoder(), SSEDecoder()
+    held = 0  # characters since the last event ended (one chunk of slack)
+    async for text in response.aiter_text():
+        held += len(text)
+        if held > MAX_EVENT_BYTES:
+            raise httpx.RemoteProtocolError(f"{url}: feed event over {MAX_EVENT_BYTES} bytes")
+        for line in lines.decode(text):
+            sse = decoder.decode(line)
+            if not line:
+                held = 0
+            if sse is not None:
+                yield sse
+    for line in lines.flush():
+        sse = decoder.decode(line)
+        if sse is not None:
+            yield sse
 
 
 def _event_data(url: str, event: str, text: str) -> dict[str, Any]:
