@@ -108,11 +108,15 @@ class HttpSyncClient(HttpPeerClient):
         if head < 1:
             return None
         options = FollowOptions(live=False, limit=1, max_retries=0)
-        with contextlib.suppress(FeedClientError, httpx.HTTPError):
-            since = f"{epoch}.{head - 1}"
-            async for event in follow(peer_url, since=since, options=options, client=self._client):
-                if event.kind == "op" and isinstance(event.data.get("cid"), str):
-                    return str(event.data["cid"])
+        # the deadline: a feed that sends heartbeats and never the op would
+        # hold the caller (a sync cycle, under its lock) for good
+        with contextlib.suppress(FeedClientError, httpx.HTTPError, TimeoutError):
+            async with asyncio.timeout(self.limits.request_deadline_s):
+                since = f"{epoch}.{head - 1}"
+                events = follow(peer_url, since=since, options=options, client=self._client)
+                async for event in events:
+                    if event.kind == "op" and isinstance(event.data.get("cid"), str):
+                        return str(event.data["cid"])
         return None
 
     async def _fetch_one_by_one(self, peer_url: str, cids: Sequence[str]) -> FetchedOperations:
