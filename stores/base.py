@@ -257,11 +257,13 @@ class StateQuery:
     token_hashes: frozenset[str] = frozenset()
     count_pending: bool = False  # also count the ops waiting in the buffer
     buffered: frozenset[str] = frozenset()  # CIDs whose buffered token to read
+    ban_dids: frozenset[str] = frozenset()  # DIDs whose ban (if any) to read
 
     def is_empty(self) -> bool:
         return not (
             self.count_pending
             or self.buffered
+            or self.ban_dids
             or self.cids
             or self.chain_ids
             or self.key_dids
@@ -286,6 +288,8 @@ class StateRows:
     buffered: dict[str, str] = field(default_factory=dict)
     # the token hashes of the copies beside each of those that has any
     copies: dict[str, set[str]] = field(default_factory=dict)
+    # the ban's reason for each of the query's ``ban_dids`` that is banned
+    bans: dict[str, str] = field(default_factory=dict)
 
 
 def creator_of(chain: ChainRecord) -> str | None:
@@ -423,6 +427,11 @@ class SequencingSession(Protocol):
 
     async def count_pending(self) -> int:
         """The ops waiting in the buffer, copies included."""
+        ...
+
+    async def get_bans(self, dids: Collection[str]) -> dict[str, str]:
+        """The ban's reason for each of ``dids`` that is banned (read under
+        the session's lock: a ban stored before the session began is seen)."""
         ...
 
     async def commit(self, batch: CommitBatch) -> int:

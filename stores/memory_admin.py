@@ -73,6 +73,10 @@ class MemoryAdmin:
     async def list_bans(self) -> list[BanRecord]:
         return [self._bans[did] for did in sorted(self._bans)]
 
+    async def get_bans(self, dids: Collection[str]) -> dict[str, str]:
+        """(the sequencing session's read, ``SequencingSession.get_bans``)"""
+        return {did: ban.reason for did in dids if (ban := self._bans.get(did)) is not None}
+
     async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
         found = [p for p in self._purged if did is None or p.purged_did == did]
         return sorted(found, key=lambda p: (p.seq, p.cid))

@@ -22,4 +22,5 @@ async def read_state_stepwise(reads: SequencingSession, query: StateQuery) -> St
     rows.buffered = await reads.get_buffered(query.buffered)
     if rows.buffered:  # a copy waits only beside a buffered op
         rows.copies = await reads.get_copy_hashes(rows.buffered.keys())
+    rows.bans = await reads.get_bans(query.ban_dids)
     return rows

@@ -9,9 +9,13 @@ ops, peers, sync, log level, the replication ledger), and the record of it
 Invariants: a ban is stored before any purge starts, so nothing of the
 banned DID lands while it is purged; a purge removes the DID's ops and
 what hangs off them in one atomic moderation batch, records every removed
-op, and starts a new changes-feed epoch. Bans are cached per process
-(``bans.BanList``) and re-read from the store at most ``BAN_REFRESH_S``
-apart, so every worker sharing a store refuses a banned DID within that.
+op, and starts a new changes-feed epoch. Every sequencing session reads
+the bans of the signers its ops claim from the store, under the sequencing
+lock the purge also holds, so every worker sharing a store refuses a banned
+DID from its next batch on, and none takes a purged DID's ops back. Bans
+are also cached per process (``bans.BanList``, re-read from the store at
+most ``BAN_REFRESH_S`` apart): the gate's answer for a signer a session
+did not read.
 """
 
 from .auth import AdminCaller, AdminRefused, authenticate_admin

@@ -4,7 +4,10 @@ store's bans.
 ``lookup`` is synchronous (the gate runs inside verification). The engine
 awaits ``refresh_if_stale`` before each ingest, so a ban written by another
 worker sharing the store is seen within ``BAN_REFRESH_S``; a ban or unban
-made through this process is seen at once (``refresh``).
+made through this process is seen at once (``refresh``). The gate asks it
+only about signers its sequencing session did not read from the store
+(``relay.ingest.policy``): the session's read, under the sequencing lock,
+is what keeps a purged DID out.
 """
 
 from __future__ import annotations

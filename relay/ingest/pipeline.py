@@ -429,8 +429,10 @@ class _Sequencing:
         """An op that would wait, claimed by a banned signer: refused now (it
         could only be refused once verified, and would hold a slot until then)."""
         gate = self.view.gate
-        signer = claimed_signer(sub.decoded, sub.cid) if gate is not None else None
-        return gate.banned(signer) if gate is not None and signer is not None else None
+        if gate is None:
+            return None
+        signer = claimed_signer(sub.decoded, sub.cid)
+        return None if signer is None else gate.banned(signer, self.view.bans)
 
     def _reject(self, index: int | None, sub: Submitted, rejected: Rejected) -> None:
         if rejected.waits_for is not None:
@@ -683,6 +685,9 @@ def _needs(round_: Sequence[tuple[int | None, Submitted]]) -> Needs:
         needs.cids.add(sub.cid)
         needs.buffered.add(sub.cid)
         needs.token_hashes.add(sub.token_hash)
+        signer = claimed_signer(sub.decoded, sub.cid)
+        if signer is not None:
+            needs.signers.add(signer)
         for field in ("previousOperationCID", "targetCID"):
             value = payload.get(field)
             if isinstance(value, str):

@@ -27,8 +27,13 @@ every thread of the pool, new calls go to a fresh pool, and once
 return. Every refusal is transient (not recorded): the same op may pass once
 the ban or policy changes, or the policy answers in time.
 
-Not done here: bans are looked up through ``banned`` (a cache kept fresh by
-the engine); a policy that holds the GIL in a busy loop cannot be bounded.
+Bans are judged by the store's bans as the sequencing session read them
+(``stored``: the session holds the sequencing lock, so a ban stored before
+it began is there, whichever worker stored it; an admin's purge runs under
+that lock after storing its ban, so nothing of the banned DID lands after
+it). A DID the session did not read is looked up through ``banned``, a
+cache kept fresh by the engine. Not done here: a policy that holds the GIL
+in a busy loop cannot be bounded.
 """
 
 from __future__ import annotations
@@ -80,6 +85,9 @@ class VerifiedOp:
 # ``policy(op, signer)`` -> None | bool | str, or an awaitable of one
 PolicyFunction = Callable[[VerifiedOp, str], object]
 BanLookup = Callable[[str], str | None]  # the ban's reason, None if not banned
+# bans read from the store by a sequencing session: DID -> reason (None: not banned)
+StoredBans = Mapping[str, str | None]
+NO_STORED_BANS: StoredBans = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +181,12 @@ class WriteGate:
     def exempt(self, did: str) -> None:
         self._exempt.add(did)
 
-    def screen(self, op: OperationRecord) -> None:
+    def screen(self, op: OperationRecord, stored: StoredBans = NO_STORED_BANS) -> None:
         """Pass, or raise ``Refused`` / ``Held``. Synchronous and cheap."""
         signer = op.author_did
         if signer in self._exempt:
             return
-        banned = self.banned(signer)
+        banned = self.banned(signer, stored)
         if banned is not None:
             raise Refused(banned)
         refused = self._listed(op.kind, signer)
@@ -192,13 +200,20 @@ class WriteGate:
         if decided is not None:
             raise Refused(decided)
 
-    def banned(self, signer: str) -> Rejected | None:
-        """The refusal of ``signer``'s ops when it is banned (and not exempt).
-        Also asked of an op that cannot be verified yet, whose signer is only
-        claimed: a banned DID's op is refused rather than left waiting."""
-        if signer in self._exempt or self._banned is None:
+    def banned(self, signer: str, stored: StoredBans = NO_STORED_BANS) -> Rejected | None:
+        """The refusal of ``signer``'s ops when it is banned (and not exempt):
+        by ``stored`` (the store's bans the session read) if it has read
+        ``signer``'s, else by the cache. Also asked of an op that cannot be
+        verified yet, whose signer is only claimed: a banned DID's op is
+        refused rather than left waiting."""
+        if signer in self._exempt:
             return None
-        reason = self._banned(signer)
+        if signer in stored:
+            reason = stored[signer]
+        elif self._banned is not None:
+            reason = self._banned(signer)
+        else:
+            return None
         if reason is None:
             return None
         why = f" ({reason})" if reason else ""

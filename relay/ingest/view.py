@@ -7,7 +7,10 @@ then verifies op by op against this view. Accepted ops are staged into the
 view (so later ops of the batch see them) and into one ``CommitBatch``
 written atomically at the end of the session. Staging an op asks the write
 gate first (``policy.py``), which may refuse or hold it before anything of
-it is staged.
+it is staged. With a gate, each round also reads the bans of the signers
+its ops claim (an op that verifies is signed by the signer it claims), so
+the gate judges them by the store's bans as they are under the sequencing
+lock, not by a cache another worker's ban has not reached yet.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Needs:
     pairs: set[tuple[str, str]] = field(default_factory=set)
     token_hashes: set[str] = field(default_factory=set)
     buffered: set[str] = field(default_factory=set)  # the round's own CIDs
+    signers: set[str] = field(default_factory=set)  # the DIDs the round's ops claim as signer
 
 
 class StateView:
@@ -60,6 +64,9 @@ class StateView:
         # the session holds the sequencing lock, so it does not change under it
         self._buffered: dict[str, str | None] = {}
         self._copies: dict[str, set[str]] = {}  # token hashes of the copies beside them
+        # the ban's reason per signer DID read (None: not banned); read under
+        # the sequencing lock, so a ban stored before the session is here
+        self._bans: dict[str, str | None] = {}
         self.gate: WriteGate | None = None
 
     # prefetch ---------------------------------------------------------------
@@ -88,6 +95,7 @@ class StateView:
             token_hashes=_uncached(needs.token_hashes, self._rejections),
             count_pending=count_pending,
             buffered=_uncached(needs.buffered, self._buffered),
+            ban_dids=_uncached(needs.signers, self._bans) if self.gate else frozenset(),
         )
         if query.is_empty():
             return None
@@ -114,6 +122,8 @@ class StateView:
         for cid in query.buffered:
             self._buffered[cid] = rows.buffered.get(cid)
         self._copies.update(rows.copies)
+        for did in query.ban_dids:
+            self._bans[did] = rows.bans.get(did)
         return rows.pending
 
     # reads -------------------------------------------------------------------
@@ -143,6 +153,12 @@ class StateView:
         the session began (read with ``buffered_token``; empty if not read)."""
         return self._copies.get(cid, set())
 
+    @property
+    def bans(self) -> Mapping[str, str | None]:
+        """The stored bans of the signer DIDs read so far (DID -> the ban's
+        reason, None: not banned); a DID not read is absent."""
+        return self._bans
+
     def learn_buffered(self, cid: str, token: str) -> None:
         """What a read of the buffer itself (``take_waiting``) found."""
         self._buffered.setdefault(cid, token)
@@ -160,7 +176,7 @@ class StateView:
         """Every handler stages its op first: the gate may raise here, and
         then nothing of the op has been staged."""
         if self.gate is not None:
-            self.gate.screen(op)
+            self.gate.screen(op, self._bans)
         self._ops[op.cid] = op
         self.batch.operations.append(op)
         self.batch.resolved_cids.add(op.cid)

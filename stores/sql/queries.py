@@ -81,6 +81,7 @@ class Queries:
     get_beacons: str = "SELECT did, cid, token, created_at_ms FROM beacons WHERE did {IN}"
     get_pairs: str = "SELECT target_cid, witness_did FROM countersigs WHERE target_cid {IN}"
     get_rejections: str = "SELECT token_hash, cid, reason FROM rejections WHERE token_hash {IN}"
+    get_bans: str = "SELECT did, reason FROM bans WHERE did {IN}"
     # the ops waiting for the keys and, transitively, for "op:<cid>" of one
     # found (``waits_for_op``); read only: the session remembers what it took
     take_waiting: str = (
@@ -182,7 +183,10 @@ class Queries:
         "UNION ALL SELECT 'w', cid, token, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM w "
         # and the token hashes of the copies beside them (none read when none is)
         "UNION ALL SELECT 'y', cid, token_hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        "FROM raw_copies WHERE cid IN (SELECT cid FROM w)"
+        "FROM raw_copies WHERE cid IN (SELECT cid FROM w) "
+        # the bans of the signers the round's ops claim
+        "UNION ALL SELECT 'x', did, reason, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM bans WHERE did = ANY(CAST(? AS text[]))"
     )
     # The whole CommitBatch as one statement (one round trip inside the
     # locked transaction): data-modifying CTEs always run to completion.

@@ -228,6 +228,8 @@ def state_rows(tagged: Sequence[Row], wanted_pairs: Collection[tuple[str, str]])
             out.buffered[row[1]] = row[2]
         elif tag == "y":
             out.copies.setdefault(row[1], set()).add(row[2])
+        elif tag == "x":
+            out.bans[row[1]] = row[2]
     out.pairs &= set(wanted_pairs)
     for _, key in sorted(keys, key=lambda item: item[0]):  # history order
         out.identity_keys.setdefault(key.did, []).append(key)

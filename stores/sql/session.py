@@ -114,6 +114,7 @@ class SqlSession:
             )
         ]
         params.append(q.count_pending)
+        params.append(self._d.lst(q.ban_dids))
         return R.state_rows(await self._conn.fetch(self._q.read_state_arrays, params), q.pairs)
 
     async def take_waiting(self, keys: Collection[str]) -> list[PendingOp]:
@@ -142,6 +143,9 @@ class SqlSession:
                 self._taken_copies.add((copy.cid, token_hash))
                 taken.append((token_hash, copy))
         return taken
+
+    async def get_bans(self, dids: Collection[str]) -> dict[str, str]:
+        return {r[0]: r[1] for r in await self._fetch_in(self._q.get_bans, dids)}
 
     async def count_pending(self) -> int:
         sql = self._q.kept_pending_count if self._d.kept_pending_count else self._q.count_pending

@@ -15,6 +15,7 @@ from stores.base import (
     IdentityKeyRecord,
     PendingOp,
     RelayStore,
+    StateQuery,
 )
 from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
 from tests.stores.conftest import append, chain, commit, is_durable, op, reopen
@@ -33,6 +34,30 @@ async def test_bans_are_upserted_listed_and_lifted(opened: RelayStore) -> None:
     assert await opened.delete_ban("did:dfos:spam") is True
     assert await opened.delete_ban("did:dfos:spam") is False
     assert [b.did for b in await opened.list_bans()] == ["did:dfos:abc"]
+
+
+async def test_a_sequencing_session_reads_the_bans_of_the_dids_it_asks_about(
+    opened: RelayStore,
+) -> None:
+    """What the write gate judges signers by, under the sequencing lock:
+    another process's ban stored before the session began is in it."""
+    await opened.put_ban(BAN)
+    other = reopen(opened)  # another process on the store (memory: the same one)
+    if other is not opened:
+        await other.open()
+    try:
+        await other.put_ban(BanRecord("did:dfos:abc", "", 2_000, "did:dfos:op"))
+    finally:
+        if other is not opened:
+            await other.close()
+    query = StateQuery(ban_dids=frozenset({"did:dfos:spam", "did:dfos:abc", "did:dfos:ok"}))
+    async with opened.sequencing() as s:
+        assert (await s.read_state(query)).bans == {"did:dfos:spam": "spam", "did:dfos:abc": ""}
+        assert await s.get_bans(["did:dfos:ok"]) == {}
+        # with the session's other reads, in the same statement on Postgres
+        rows = await s.read_state(replace(query, cids=frozenset({"x"}), count_pending=True))
+        assert rows.bans == {"did:dfos:spam": "spam", "did:dfos:abc": ""}
+        assert (await s.read_state(StateQuery(cids=frozenset({"x"})))).bans == {}
 
 
 async def test_bans_survive_a_restart(opened: RelayStore) -> None:
