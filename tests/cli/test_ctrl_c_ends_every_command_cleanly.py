@@ -3,6 +3,7 @@ and an interrupted first dump leaves no empty file behind."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -35,6 +36,8 @@ class SilentServer:
             self.connected.set()
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):  # wakes the thread blocked in accept()
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         for conn in self._held:
             conn.close()
