@@ -132,3 +132,17 @@ async def relays(n: int, edges: Sequence[Edge] | None = None) -> AsyncIterator[l
         for node in nodes:  # ASGI transports run no lifespans
             await stack.enter_async_context(node.relay.running())
         yield nodes
+
+
+def one_relay_dump(out: Path, seed: int) -> Path:
+    """The dump, in ``out``, of one relay given the ops of ``story(1, seed)``."""
+    from .scenarios import story
+
+    tokens = story(1, seed=seed).take()
+
+    async def build() -> Path:
+        async with relays(1) as (node,):
+            await node.post(tokens)
+            return await node.dump(out)
+
+    return asyncio.run(build())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,23 +11,14 @@ import pytest
 
 from spark.convergence import run_convergence
 
-from .relays import relays
-from .scenarios import story
+from .relays import one_relay_dump
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("compare")
-    tokens = story(1, seed=21).take()
-
-    async def build() -> Path:
-        async with relays(1) as (node,):
-            await node.post(tokens)
-            return await node.dump(out)
-
-    return asyncio.run(build())
+    return one_relay_dump(tmp_path_factory.mktemp("compare"), seed=21)
 
 
 def test_a_chain_claimed_under_two_kinds_is_divergent_not_a_crash(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 from pathlib import Path
 from typing import Any
@@ -11,23 +10,14 @@ import pytest
 
 from spark.convergence import EXIT_BAD_INPUT, run_convergence
 
-from .relays import relays
-from .scenarios import story
+from .relays import one_relay_dump
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("cli")
-    tokens = story(1, seed=23).take()
-
-    async def build() -> Path:
-        async with relays(1) as (node,):
-            await node.post(tokens)
-            return await node.dump(out)
-
-    return asyncio.run(build())
+    return one_relay_dump(tmp_path_factory.mktemp("cli"), seed=23)
 
 
 def test_truncated_gzip_dump_exits_2_naming_the_file(

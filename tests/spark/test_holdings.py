@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,23 +10,14 @@ import pytest
 
 from spark.convergence import run_convergence
 
-from .relays import relays
-from .scenarios import story
+from .relays import one_relay_dump
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("holdings")
-    tokens = story(1, seed=22).take()
-
-    async def build() -> Path:
-        async with relays(1) as (node,):
-            await node.post(tokens)
-            return await node.dump(out)
-
-    return asyncio.run(build())
+    return one_relay_dump(tmp_path_factory.mktemp("holdings"), seed=22)
 
 
 def test_a_token_filed_under_another_chain_is_not_converged(
