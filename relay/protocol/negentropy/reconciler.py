@@ -151,7 +151,7 @@ class Negentropy:
         bounds_in, bounds_out = BoundReader(), BoundWriter()
         out = bytearray([PROTOCOL_VERSION])
         prev_index, prev_bound = 0, Bound(0)
-        emitted_index, emitted_bound = 0, Bound(0)  # the last bound written to ``out``
+        emitted = Bound(0)  # the last bound written to ``out``
         skip = False
         ranges, per_step = 0, self.options.ranges_per_step
 
@@ -161,7 +161,6 @@ class Negentropy:
                 yield
                 storage = self.storage
                 prev_index = storage.lower_bound(prev_bound.key)
-                emitted_index = storage.lower_bound(emitted_bound.key)
             if prev_bound.timestamp == INFINITY:
                 raise NegentropyError("range after the infinity bound")
             bound = bounds_in.decode(reader)
@@ -189,20 +188,19 @@ class Negentropy:
                 else:
                     out += self._flush_skip(skip, prev_bound, bounds_out)
                     skip = False
-                    upper, emitted_bound = self._answer_ids(lower, upper, bound, bounds_out, out)
-                    emitted_index = upper
+                    upper, emitted = self._answer_ids(lower, upper, bound, bounds_out, out)
             else:
                 raise NegentropyError(f"unknown range mode {mode}")
 
             if self._over_limit(len(out) + len(piece)):
                 # Stop here: one range from the last bound written to infinity.
-                rest = storage.fingerprint(emitted_index, storage.size())
+                rest = storage.fingerprint(storage.lower_bound(emitted.key), storage.size())
                 out += bounds_out.encode(Bound(INFINITY))
                 out += encode_varint(Mode.FINGERPRINT) + rest
                 break
             if piece:
                 out += piece
-                emitted_index, emitted_bound = upper, bound
+                emitted = bound
             prev_index, prev_bound = upper, bound
         return bytes(out)
 
