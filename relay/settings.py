@@ -806,11 +806,6 @@ def load_settings(args: argparse.Namespace | None, env: Mapping[str, str]) -> Se
     return parse_settings(raw, sources)
 
 
-def settings_env(args: argparse.Namespace | None, env: Mapping[str, str]) -> dict[str, str]:
-    """The merged ``DFOS_RELAY_*`` mapping handed to worker processes."""
-    return merge_sources(args, env)[0]
-
-
 __all__: Sequence[str] = [
     "DEFAULT_GRACEFUL_TIMEOUT_S",
     "DEFAULT_HOST",
@@ -826,5 +821,4 @@ __all__: Sequence[str] = [
     "merge_sources",
     "parse_peer",
     "parse_settings",
-    "settings_env",
 ]

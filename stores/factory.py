@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from relay.protocol.untrusted import ascii_decimal
 from stores.base import RelayStore, StoreError
 
 SCHEMES = ("memory", "sqlite", "postgresql", "postgres")
@@ -56,5 +57,6 @@ def check_postgres_ports(url: str) -> None:
     for host in netloc.rpartition("@")[2].split(","):
         port = host.rpartition("]")[2] if host.startswith("[") else host
         text = port.rpartition(":")[2] if ":" in port else ""
-        if text and not (text.isascii() and text.isdecimal() and 0 < int(text) < 65536):
+        number = ascii_decimal(text)
+        if text and not (number is not None and 0 < number < 65536):
             raise StoreError(f"Postgres URL {url!r}: a port must be 1..65535, got {text!r}")
