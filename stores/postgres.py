@@ -67,6 +67,22 @@ def split_schema(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), schema
 
 
+def check_schema_name(name: str) -> str:
+    """``name`` as given, or a ``StoreError``: Postgres cuts identifiers at
+    63 bytes, so two longer names would share one schema under two lease
+    keys and two NOTIFY channels, and it refuses NUL."""
+    if "\0" in name or not 0 < len(name.encode()) <= 63:
+        raise StoreError(f"Postgres schema name {name!r} must be 1 to 63 bytes, without NUL")
+    return name
+
+
+def quoted_schema(name: str) -> str:
+    """The schema as a quoted identifier, spelled exactly as given: unquoted,
+    ``MySchema`` would be folded to ``myschema`` in the search path, and a
+    ``"`` or ``,`` in the name would be read as syntax."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _where(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or "localhost"
@@ -105,7 +121,8 @@ class PostgresStore(SqlStore):
         super().__init__(POSTGRES)
         dsn, url_schema = split_schema(url)
         self.dsn = dsn
-        self.schema = schema or url_schema
+        named = schema or url_schema
+        self.schema = check_schema_name(named) if named else None
         self._pool_max = pool_max
         self._pool: Any = None
         self._leases = HandedOut()
@@ -114,7 +131,7 @@ class PostgresStore(SqlStore):
     async def open(self) -> None:
         if self._pool is not None:
             return
-        settings = {"search_path": self.schema} if self.schema else {}
+        settings = {"search_path": quoted_schema(self.schema)} if self.schema else {}
         if "plan_cache_mode" not in self.dsn:  # the URL's query may choose otherwise
             # The sequencing reads take arrays whose sizes vary round to round
             # and a raw-op buffer that swells and drains; a cached generic plan
@@ -147,7 +164,7 @@ class PostgresStore(SqlStore):
             conn = _PgConn(raw)
             await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_CLASS}, 0)")
             if self.schema:
-                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted_schema(self.schema)}")
             await conn.execute(VERSION_TABLE)
             current = (await conn.fetch(READ_VERSION))[0][0]
             where = f"Postgres database {_where(self.dsn)}" + (

@@ -26,7 +26,7 @@ async def holds_no_store(store: object) -> str | None:
     """Why ``store`` (opened, it would be migrated) holds no relay store yet,
     or None: a command that reads a store (an audit, the ledger) never
     creates one."""
-    from stores.postgres import PostgresStore
+    from stores.postgres import PostgresStore, quoted_schema
     from stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
@@ -42,7 +42,7 @@ async def holds_no_store(store: object) -> str | None:
     if isinstance(store, PostgresStore):
         import asyncpg
 
-        settings = {"search_path": store.schema} if store.schema else {}
+        settings = {"search_path": quoted_schema(store.schema)} if store.schema else {}
         try:
             conn = await asyncpg.connect(store.dsn, server_settings=settings, timeout=10)
         except (TimeoutError, OSError, asyncpg.PostgresError) as exc:

@@ -37,9 +37,11 @@ def new_pg_schema() -> str:
 async def drop_pg_schema(schema: str) -> None:
     import asyncpg
 
+    from stores.postgres import quoted_schema
+
     conn = await asyncpg.connect(PG_URL)
     try:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await conn.execute(f"DROP SCHEMA IF EXISTS {quoted_schema(schema)} CASCADE")
     finally:
         await conn.close()
 
