@@ -96,6 +96,7 @@ async def test_paging_default_100_max_1000_and_cursor(client: httpx.AsyncClient)
         "limit=",
         "limit=%C2%B2",  # a digit to str.isdigit, not to int()
         "limit=%D9%A3",  # an Arabic-Indic three: a decimal, but not ours
+        "limit=" + "9" * 5000,  # too long a numeral for int(): a ValueError, not a 400
     ],
 )
 async def test_bad_paging_parameters_are_400(client: httpx.AsyncClient, query: str) -> None:

@@ -69,6 +69,17 @@ async def test_body_over_the_configured_cap_is_413(store: RelayStore) -> None:
             assert small.status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/operations", "/operations/status"])
+async def test_a_content_length_too_long_to_read_is_no_500(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    # more digits than int() converts: the declared length is not believed,
+    # the body read is capped as ever
+    headers = {"content-type": "application/json", "content-length": "9" * 5000}
+    response = await client.post(path, content=b"{}", headers=headers)
+    _assert_json_error(response, 400)
+
+
 async def test_unknown_route_is_a_json_404(client: httpx.AsyncClient) -> None:
     _assert_json_error(await client.get("/no/such/route"), 404)
 
