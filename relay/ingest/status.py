@@ -35,6 +35,10 @@ AGE_BUCKETS: tuple[tuple[str, int], ...] = (
     (">=1d", 86400),
 )
 UNKNOWN_AGE = "unknown"  # waiting since before the relay recorded such times
+# The youngest bucket's cutoff: no upper bound, so an op parked by a clock a
+# little ahead of ours (another host's, or ours before a step back) counts as
+# young, not unknown. The largest BIGINT, so every store takes it.
+_ANY_SINCE_MS = 2**63 - 1
 
 
 class OpState(enum.StrEnum):
@@ -113,7 +117,7 @@ class OpStatusService:
         cached = self._overview
         if cached is not None and 0 <= now - cached.at_ms < OVERVIEW_TTL_MS:
             return cached
-        cutoffs = [now - lower_s * 1000 for _, lower_s in AGE_BUCKETS]
+        cutoffs = [now - lower_s * 1000 if lower_s else _ANY_SINCE_MS for _, lower_s in AGE_BUCKETS]
         summary = await self._store.pending_summary(cutoffs)
         by_dependency = {
             kind: _ages(summary.waiting.get(kind, 0), summary.older.get(kind, []))

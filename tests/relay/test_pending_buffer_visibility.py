@@ -104,3 +104,20 @@ async def test_metrics_show_pending_by_dependency_oldest_age_and_rejections(
     assert 'dfos_relay_rejections_total{reason="malformed"} 1.0' in text
     # an op that only waits for a dependency is not counted as rejected
     assert 'reason="missing-key"' not in text and 'reason="missing-identity"' not in text
+
+
+async def test_an_op_parked_by_a_clock_ahead_of_ours_is_young_not_unknown(
+    served: Served,
+) -> None:
+    # Workers on other hosts, or this one's clock stepped back (NTP): its
+    # since is a little ahead of our now. Its age is "<1m"; "unknown" is for
+    # ops waiting since before the relay recorded such times.
+    client, clock = served.client, served.clock
+    b = WorkloadBuilder(seed=174, start_ms=PAST_MS)
+    alice = b.identity()
+    b.content_create(alice)
+    await post(client, b.tokens[1:])  # waits for alice
+    clock.advance(-2000)
+    overview = await get_json(client, "/operations/pending")
+    assert overview["byDependency"]["did"] == {"count": 1, "ages": {**empty_ages(), "<1m": 1}}
+    assert overview["oldest"]["ageSeconds"] == 0
