@@ -55,6 +55,8 @@ async def resolve_did(request: Request) -> JSONResponse:
         return _failure(404, "notFound", "identity not found")
     store = relay_of(request).store
     ops = await store.read_chain_entries(did, _IDENTITY_OPS, await store.log_length())
+    if not ops:  # purged between the two reads
+        return _failure(404, "notFound", "identity not found")
     branch = branch_to(ops, chain.head_cid) or []
     if not branch:  # the head is committed with its op: this is corruption
         raise ApiError(500, "the identity's head operation is missing")

@@ -37,11 +37,15 @@ _OP_KIND: dict[ChainKind, OperationKind] = {"identity": "identity-op", "content"
 
 
 async def _chain_ops(request: Request, kind: ChainKind, chain_id: str) -> list[FeedEntry]:
-    """Every op of the chain (404 when the chain is unknown, after read-through)."""
+    """Every op of the chain (404 when the chain is unknown, after read-through,
+    or was purged since: then its record was found but none of its ops)."""
     await proof.chain_or_404(request, kind, chain_id)
     store = relay_of(request).store
     head_seq = await store.log_length()
-    return await store.read_chain_entries(chain_id, (_OP_KIND[kind],), head_seq)
+    ops = await store.read_chain_entries(chain_id, (_OP_KIND[kind],), head_seq)
+    if not ops:
+        raise ApiError(404, f"{kind} chain not found")
+    return ops
 
 
 async def get_identity_tips(request: Request) -> JSONResponse:
