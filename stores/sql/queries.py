@@ -10,6 +10,7 @@ OP_COLS = "cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, st
 FEED_COLS = "pos, cid, token, kind, chain_id, author_did, created_at_ms, parent_cid, state"
 CHAIN_COLS = "chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state"
 CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
+STANDALONE_KINDS_SQL = "kind IN ('beacon', 'artifact', 'countersign')"
 # creator DIDs of the content chains in CTE ``ch`` (an array: index scans)
 _CREATORS = "ARRAY(SELECT CAST(state AS json) ->> 'creator_did' FROM ch WHERE kind = 'content')"
 
@@ -59,12 +60,24 @@ class Queries:
         "AND (created_at_ms > ? OR (created_at_ms = ? AND cid > ?)) "
         "ORDER BY created_at_ms, cid LIMIT ?"
     )
+    # a chain's entries of some kinds, one statement per partial index
+    # (ops_chain_log, ops_standalone): the index's own term is repeated so that
+    # SQLite's planner may use it, instead of scanning the log up to ``pos``
     chain_entries: str = (
-        f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? ORDER BY pos"
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? "
+        f"AND {CHAIN_KINDS_SQL} ORDER BY pos"
+    )
+    standalone_entries: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? "
+        f"AND {STANDALONE_KINDS_SQL} ORDER BY pos"
     )
     chains_entries: str = (
         f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
-        "ORDER BY pos"
+        f"AND {CHAIN_KINDS_SQL} ORDER BY pos"
+    )
+    standalone_chains_entries: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
+        f"AND {STANDALONE_KINDS_SQL} ORDER BY pos"
     )
     get_epoch: str = "SELECT epoch FROM feed_meta WHERE id = 1"
     init_epoch: str = "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) ON CONFLICT (id) DO NOTHING"

@@ -44,6 +44,26 @@ from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
 CHAINS_PER_READ = 2000  # chain ids per batch read: bounded parameters and result sets
+_CHAIN_KINDS = frozenset({"identity-op", "content-op"})  # ops_chain_log's kinds
+
+
+def _by_index(
+    q: Queries, kinds: Collection[OperationKind]
+) -> list[tuple[list[OperationKind], tuple[str, str]]]:
+    """``kinds`` split by the partial index that holds them, each with its
+    (one chain, many chains) statement."""
+    chained = sorted(k for k in set(kinds) if k in _CHAIN_KINDS)
+    standalone = sorted(k for k in set(kinds) if k not in _CHAIN_KINDS)
+    groups = [(chained, (q.chain_entries, q.chains_entries))]
+    groups.append((standalone, (q.standalone_entries, q.standalone_chains_entries)))
+    return [(group, statements) for group, statements in groups if group]
+
+
+def _in_log_order(entries: list[FeedEntry], kinds: Collection[OperationKind]) -> list[FeedEntry]:
+    """Entries read by two statements (kinds of both indexes), merged by seq."""
+    if any(k in _CHAIN_KINDS for k in kinds) and any(k not in _CHAIN_KINDS for k in kinds):
+        entries.sort(key=lambda e: e.seq)
+    return entries
 
 
 class SqlStore(SqlModeration, SqlLinks):
@@ -144,11 +164,12 @@ class SqlStore(SqlModeration, SqlLinks):
     async def read_chain_entries(
         self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]:
+        out: list[FeedEntry] = []
         async with self._reading() as conn:
-            rows = await conn.fetch(
-                self._q.chain_entries, (chain_id, self._d.lst(kinds), until_seq)
-            )
-        return [R.feed_entry(r) for r in rows]
+            for group, (one, _) in _by_index(self._q, kinds):
+                rows = await conn.fetch(one, (chain_id, self._d.lst(group), until_seq))
+                out.extend(R.feed_entry(r) for r in rows)
+        return _in_log_order(out, kinds)
 
     async def read_chains_entries(
         self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
@@ -156,15 +177,15 @@ class SqlStore(SqlModeration, SqlLinks):
         ids = sorted(set(chain_ids))
         out: list[FeedEntry] = []
         async with self._reading() as conn:
-            for i in range(0, len(ids), CHAINS_PER_READ):
-                chunk = self._d.lst(ids[i : i + CHAINS_PER_READ])
-                rows = await conn.fetch(
-                    self._q.chains_entries, (chunk, self._d.lst(kinds), until_seq)
-                )
-                out.extend(R.feed_entry(r) for r in rows)
+            for group, (_, many) in _by_index(self._q, kinds):
+                for i in range(0, len(ids), CHAINS_PER_READ):
+                    chunk = self._d.lst(ids[i : i + CHAINS_PER_READ])
+                    rows = await conn.fetch(many, (chunk, self._d.lst(group), until_seq))
+                    out.extend(R.feed_entry(r) for r in rows)
         if len(ids) > CHAINS_PER_READ:
             out.sort(key=lambda e: e.seq)
-        return out
+            return out
+        return _in_log_order(out, kinds)
 
     async def get_feed_epoch(self) -> str:
         row = await self._one(self._q.get_epoch, ())
