@@ -33,6 +33,7 @@ from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from relay.scope import MAX_SCOPE_MEMBERS, Scope
+from relay.scope.checkpoints import ClosureCheckpoints
 from stores.base import RelayIdentityRecord, RelayStore
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class Relay:
         self.sync_index = FingerprintIndex(store)
         self.ingestor.add_listener(self.sync_index.on_sequenced)
         self.scoped_items = ScopedItems(store)  # scoped reconciliation's item sets
+        self.scope_checkpoints = ClosureCheckpoints()  # where scoped /log pages ended
         self._sync_client: HttpSyncClient | None = None
         self.started = False
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay

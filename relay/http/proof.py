@@ -195,7 +195,9 @@ async def get_log(request: Request) -> JSONResponse:
     scope = scope_param(request)
     try:
         if scope is not None:  # additive: a scope's entries with their closure
-            scoped = await scoped_log_page(relay.store, scope, after, limit)
+            scoped = await scoped_log_page(
+                relay.store, scope, after, limit, checkpoints=relay.scope_checkpoints
+            )
             return JSONResponse(wire.scoped_log(scoped))
         page = await relay.store.read_log(after, limit)
     except UnknownCursorError:

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,43 +17,10 @@ from hypothesis import strategies as st
 from relay import create_relay
 from relay.protocol import decode_credential_unsafe, decode_jws
 from relay.scope import Scope, ScopeTracker, effective_scope
-from relay.testing.workload import WorkloadBuilder
 from stores.base import FeedEntry
 from stores.memory import MemoryStore
-from tests.support.relay_api import PAST_MS
 
-
-def random_world(seed: int) -> list[str]:
-    """Identities, content chains with co-authors (credentials), forks of
-    nothing, beacons, artifacts and countersignatures, in causal order."""
-    rng = random.Random(seed)
-    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
-    people = [b.identity() for _ in range(rng.randint(3, 6))]
-    chains = []
-    for _ in range(rng.randint(6, 14)):
-        roll = rng.random()
-        if roll < 0.3 or not chains:
-            chains.append(b.content_create(rng.choice(people)))
-        elif roll < 0.55:
-            chain = rng.choice(chains)
-            author = rng.choice(people)
-            if author is chain.creator:
-                b.content_update(chain)
-            else:
-                grant = b.write_credential(chain.creator, author, chain.content_id)
-                b.content_update(chain, author, authorization=grant)
-        elif roll < 0.7:
-            chain = rng.choice(chains)
-            target = rng.choice(chain.ops)[0]
-            witness = rng.choice([p for p in people if p is not chain.creator])
-            b.countersign(witness, target)
-        elif roll < 0.8:
-            b.beacon(rng.choice(people))
-        elif roll < 0.9:
-            b.artifact(rng.choice(people))
-        else:
-            people.append(b.identity())
-    return b.tokens
+from .world import random_world
 
 
 def closure_by_definition(entries: list[FeedEntry], scope: Scope) -> set[str]:

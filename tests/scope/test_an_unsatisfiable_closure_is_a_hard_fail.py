@@ -6,7 +6,6 @@ and stays there until the dependency arrives."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from relay.scope import parse_scope
 from relay.testing.server import serve_on_loopback
 from tests.peering.mesh import FAST
 
-from .world import build_world
+from .world import build_world, remove_identity
 
 
 async def until(check: Callable[[], Any], seconds: float = 20.0) -> Any:
@@ -33,15 +32,6 @@ async def until(check: Callable[[], Any], seconds: float = 20.0) -> Any:
             return value
         await asyncio.sleep(0.05)
     raise AssertionError("condition not reached in time")
-
-
-def remove_identity(db: Path, did: str) -> None:
-    """Lose a closure member on the serving side (a partial restore, say):
-    the identity chain's rows, as if never stored."""
-    with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM ops WHERE chain_id = ? AND kind = 'identity-op'", (did,))
-        conn.execute("DELETE FROM chains WHERE chain_id = ?", (did,))
-        conn.execute("DELETE FROM identity_keys WHERE did = ?", (did,))
 
 
 @pytest.mark.parametrize("behaviour", ["live", "reconcile"])

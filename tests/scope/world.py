@@ -3,7 +3,10 @@ three other identities, beside ops the scope must leave out."""
 
 from __future__ import annotations
 
+import random
+import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from tests.support.relay_api import PAST_MS
@@ -61,3 +64,45 @@ def expected_closure(world: World) -> set[tuple[str, str]]:
         ("content-op", world.chain.content_id),
         ("countersign", world.chain.genesis_cid),
     }
+
+
+def random_world(seed: int) -> list[str]:
+    """Identities, content chains with co-authors (credentials), forks of
+    nothing, beacons, artifacts and countersignatures, in causal order."""
+    rng = random.Random(seed)
+    b = WorkloadBuilder(seed=seed, start_ms=PAST_MS)
+    people = [b.identity() for _ in range(rng.randint(3, 6))]
+    chains: list[ContentHandle] = []
+    for _ in range(rng.randint(6, 14)):
+        roll = rng.random()
+        if roll < 0.3 or not chains:
+            chains.append(b.content_create(rng.choice(people)))
+        elif roll < 0.55:
+            chain = rng.choice(chains)
+            author = rng.choice(people)
+            if author is chain.creator:
+                b.content_update(chain)
+            else:
+                grant = b.write_credential(chain.creator, author, chain.content_id)
+                b.content_update(chain, author, authorization=grant)
+        elif roll < 0.7:
+            chain = rng.choice(chains)
+            target = rng.choice(chain.ops)[0]
+            witness = rng.choice([p for p in people if p is not chain.creator])
+            b.countersign(witness, target)
+        elif roll < 0.8:
+            b.beacon(rng.choice(people))
+        elif roll < 0.9:
+            b.artifact(rng.choice(people))
+        else:
+            people.append(b.identity())
+    return b.tokens
+
+
+def remove_identity(db: Path, did: str) -> None:
+    """Lose a closure member on the serving side (a partial restore, say):
+    the identity chain's rows, as if never stored."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM ops WHERE chain_id = ? AND kind = 'identity-op'", (did,))
+        conn.execute("DELETE FROM chains WHERE chain_id = ?", (did,))
+        conn.execute("DELETE FROM identity_keys WHERE did = ?", (did,))
