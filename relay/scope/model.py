@@ -107,7 +107,7 @@ def load_scope_file(path: str | Path) -> Scope:
     if len(data) > MAX_SCOPE_FILE_BYTES:
         raise ScopeError(f"scope file {str(file)!r} is larger than {MAX_SCOPE_FILE_BYTES} bytes")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark (some editors write one) is not text
     except UnicodeDecodeError:
         raise ScopeError(f"scope file {str(file)!r} is not UTF-8 text") from None
     stripped = text.lstrip()

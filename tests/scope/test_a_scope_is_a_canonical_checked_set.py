@@ -68,6 +68,9 @@ def test_scope_files_in_json_list_and_text_forms(tmp_path: Path) -> None:
     for name, text in forms.items():
         (tmp_path / name).write_text(text)
         assert load_scope_file(tmp_path / name) == expected
+        # as some editors save them: a UTF-8 byte order mark first
+        (tmp_path / f"bom-{name}").write_text(text, encoding="utf-8-sig")
+        assert load_scope_file(tmp_path / f"bom-{name}") == expected
     (tmp_path / "bad.json").write_text('{"dids": [1]}')
     (tmp_path / "keys.json").write_text('{"people": []}')
     for name, fragment in [
