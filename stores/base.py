@@ -591,6 +591,10 @@ class FeedStore(Protocol):
         in seq order, with parent and state."""
         ...
 
+    async def get_beacon(self, did: str) -> BeaconRecord | None:
+        """The DID's current beacon (what a bootstrap checks its beacons against)."""
+        ...
+
     async def read_chains_entries(
         self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]:

@@ -9,6 +9,7 @@ the bootstrap takes and whatever is ingested meanwhile. Items come in
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from relay.scope import EffectiveScope
 from stores.base import FeedEntry, FeedStore, OperationKind
 
 PAGE = 500
+LATEST_BEACONS_KEPT = 512  # DIDs whose latest beacon at S one bootstrap remembers
 _BEACONS: tuple[OperationKind, ...] = ("beacon",)
 _CHAIN_KINDS = {"identity-op": "identity", "content-op": "content"}
 
@@ -27,13 +29,14 @@ async def snapshot_items(
     store: FeedStore, snapshot_seq: int, flt: FeedFilter
 ) -> AsyncIterator[dict[str, Any]]:
     after: tuple[int, str] | None = None
+    latest = LatestBeacons(store, snapshot_seq)
     while True:
         roots = await store.read_roots(snapshot_seq, after, PAGE)
         for root in roots:
             after = (root.created_at_ms, root.cid)
             if not flt.matches_entry(root):
                 continue
-            item = await _item(store, root, snapshot_seq)
+            item = await _item(store, root, snapshot_seq, latest)
             if item is not None:
                 yield item
         if len(roots) < PAGE:
@@ -45,23 +48,54 @@ async def scoped_snapshot_items(
 ) -> AsyncIterator[dict[str, Any]]:
     """The items of an effective scope, closure first: identity chains, then
     content chains, beacons and artifacts, then countersignatures."""
+    latest = LatestBeacons(store, snapshot_seq)
     for chain_id, kinds in eff.reads():
         entries = await store.read_chain_entries(chain_id, kinds, snapshot_seq)
         for root in entries:
             if root.parent_cid is not None or not eff.contains(root.kind, root.chain_id):
                 continue
-            item = await _item(store, root, snapshot_seq)
+            item = await _item(store, root, snapshot_seq, latest)
             if item is not None:
                 yield item
 
 
-async def _item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any] | None:
+class LatestBeacons:
+    """Which beacon of a DID is its latest at snapshot seq S.
+
+    Every beacon a DID ever sent stays in the log, so reading the DID's
+    beacons for each of them made a bootstrap quadratic in one DID's
+    beacon count. A DID's current beacon, when it is the one asked about,
+    is also its latest at S (nothing newer was sequenced after it). Any
+    other is settled by one read of the DID's beacons up to S, remembered
+    for the DID's later beacons; the memory is bounded (least recently
+    used DIDs are read again), so a bootstrap holds O(1) per subscriber."""
+
+    def __init__(self, store: FeedStore, snapshot_seq: int) -> None:
+        self._store = store
+        self._s = snapshot_seq
+        self._known: OrderedDict[str, str | None] = OrderedDict()
+
+    async def is_latest(self, beacon: FeedEntry) -> bool:
+        did = beacon.chain_id
+        if did not in self._known:
+            current = await self._store.get_beacon(did)
+            if current is not None and current.cid == beacon.cid:
+                return True
+            beacons = await self._store.read_chain_entries(did, _BEACONS, self._s)
+            self._known[did] = beacons[-1].cid if beacons else None
+            if len(self._known) > LATEST_BEACONS_KEPT:
+                self._known.popitem(last=False)
+        self._known.move_to_end(did)
+        return self._known[did] == beacon.cid
+
+
+async def _item(
+    store: FeedStore, root: FeedEntry, s: int, latest: LatestBeacons
+) -> dict[str, Any] | None:
     if root.kind in _CHAIN_KINDS:
         return await _chain_item(store, root, s)
-    if root.kind == "beacon":
-        beacons = await store.read_chain_entries(root.chain_id, _BEACONS, s)
-        if not beacons or beacons[-1].cid != root.cid:
-            return None  # superseded by a later beacon of this DID within the snapshot
+    if root.kind == "beacon" and not await latest.is_latest(root):
+        return None  # superseded by a later beacon of this DID within the snapshot
     return {
         "kind": root.kind,
         "chainId": root.chain_id,
