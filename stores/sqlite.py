@@ -126,7 +126,9 @@ class _SqliteConn:
 
     async def end(self, commit: bool) -> None:
         """COMMIT the deferred writes in one hop, or ROLLBACK everything.
-        A failing COMMIT rolls back before raising."""
+        A failing COMMIT rolls back before raising, whatever failed (a value
+        sqlite3 cannot bind raises no sqlite3 error, and an open transaction
+        would refuse every later write)."""
         steps, self._deferred = self._deferred or [], None
         if not commit:
             await self._hop(_rollback, self.db._conn)
@@ -134,7 +136,7 @@ class _SqliteConn:
         steps.append(("COMMIT", (), False))
         try:
             await self._hop(_run_steps, self.db._conn, steps)
-        except StoreError:
+        except BaseException:
             await self._hop(_rollback, self.db._conn)
             raise
 

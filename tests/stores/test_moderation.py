@@ -5,6 +5,7 @@ peer cursors list as the replication ledger."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 from stores.base import (
@@ -232,3 +233,13 @@ async def test_an_empty_moderation_batch_is_a_no_op(opened: RelayStore) -> None:
         assert await session.apply_moderation(ModerationBatch()) == 0
     assert await opened.log_length() == 1
     assert await append(opened, op("h", at=2)) == 2  # the store still writes
+
+
+async def test_a_write_the_backend_cannot_encode_leaves_the_store_writable(
+    opened: RelayStore,
+) -> None:
+    """A lone surrogate is no sqlite3 error: it must still roll the write back."""
+    with contextlib.suppress(Exception):  # refusing it is fine; being stuck mid-write is not
+        await opened.put_ban(BanRecord("did:dfos:odd", "a\ud800b", 1_000, "did:dfos:op"))
+    await opened.put_ban(BAN)
+    assert BAN in await opened.list_bans()
