@@ -99,10 +99,11 @@ async def _body(request: Request) -> dict[str, Any]:
 
 
 def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
-    """``body[name]`` of type ``kind`` (a number is a non-negative int, not a bool)."""
-    value = body.get(name, default)
+    """``body[name]`` of type ``kind`` (a number is a non-negative int, not a bool);
+    ``default`` when absent or null."""
+    value = body.get(name)
     if value is None:
-        return None
+        return default
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ApiError(400, f"{name} must be a non-negative integer")
@@ -110,7 +111,17 @@ def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> 
         raise ApiError(400, f"{name} must be a {kind.__name__}")
     if isinstance(value, str) and "\x00" in value:  # Postgres text cannot hold it
         raise ApiError(400, f"{name} must not contain NUL")
+    if isinstance(value, str) and not _is_text(value):  # JSON's "\ud800": no store, no answer
+        raise ApiError(400, f"{name} must be Unicode text (it holds a lone surrogate)")
     return value
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # -- wire shapes -----------------------------------------------------------------
