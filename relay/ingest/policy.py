@@ -66,6 +66,7 @@ DEFAULT_POLICY_TIMEOUT_S = 1.0
 POLICY_THREADS = 4  # per pool; a pool whose threads all hang is replaced
 MAX_STUCK_CALLS = 32  # calls past their timeout still running, in all pools
 SESSION_BUDGET_ROUNDS = 2  # a session waits on the policy at most this many timeouts
+MAX_POLICY_TEXT = 500  # characters of a policy's reason (or error) a result line carries
 OP_KINDS = ("identity-op", "content-op", "beacon", "artifact", "countersign")
 
 
@@ -372,14 +373,28 @@ def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
 
 
 def _interpret(name: str, cid: str, result: object) -> Rejected | None:
+    """The decision ``result`` says. Operator code's objects may raise when
+    read (an exception's ``__str__``, a ``str`` subclass's ``__bool__``), and
+    a failure here would fail the whole session: they are read defensively."""
     if isinstance(result, _Raised):
         exc = result.exc
         log.warning("write policy %s raised on %s: %r", name, cid, exc)
-        return _error(f"{type(exc).__name__}: {exc}")
+        try:
+            said = f"{type(exc).__name__}: {exc}"
+        except BaseException:  # its __str__ raised too
+            said = type(exc).__name__
+        return _error(_said(said))
     if result is None or result is True:
         return None
     if result is False:
         return _denied("refused by this relay's write policy")
     if isinstance(result, str):
-        return _denied(result or "refused by this relay's write policy")
+        return _denied(_said(str.__str__(result)) or "refused by this relay's write policy")
     return _error(f"the policy returned {type(result).__name__}, not None, a bool or a str")
+
+
+def _said(text: str) -> str:
+    """Policy text as every result line and stored note can carry it: at most
+    ``MAX_POLICY_TEXT`` characters of UTF-8 text without NUL."""
+    cut = text[:MAX_POLICY_TEXT] + ("…" if len(text) > MAX_POLICY_TEXT else "")
+    return cut.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")

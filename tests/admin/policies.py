@@ -71,6 +71,38 @@ async def refuse_artifacts(op: VerifiedOp, signer: str) -> str | None:
     return "no artifacts" if op.kind == "artifact" else None
 
 
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no words")
+
+
+class SullenStr(str):
+    def __bool__(self) -> bool:
+        raise RuntimeError("no truth")
+
+
+def raises_unprintable(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":
+        raise Unprintable
+
+
+def sullen_reason(op: VerifiedOp, signer: str) -> str | None:
+    return SullenStr("no beacons") if op.kind == "beacon" else None
+
+
+def untextual_reason(op: VerifiedOp, signer: str) -> str | None:
+    return "no \ud800 beacons \x00 here" if op.kind == "beacon" else None
+
+
+def untextual_error(op: VerifiedOp, signer: str) -> None:
+    if op.kind == "beacon":
+        raise ValueError("no \ud800 beacons \x00 here")
+
+
+def endless_reason(op: VerifiedOp, signer: str) -> str | None:
+    return "no beacons " * 200_000 if op.kind == "beacon" else None
+
+
 def recording(op: VerifiedOp, signer: str) -> None:
     assert signer == op.signer and op.payload.get("did", signer)
     CALLS.append((op.cid, op.kind, signer))

@@ -16,6 +16,7 @@ import pytest
 
 from relay.config import RelayConfig
 from relay.ingest.policy import (
+    MAX_POLICY_TEXT,
     POLICY_THREADS,
     SESSION_BUDGET_ROUNDS,
     PolicyFunction,
@@ -150,6 +151,36 @@ async def test_whatever_a_policy_raises_refuses_its_op_only(
     assert [r["status"] for r in results] == ["new", "rejected", "new"]
     assert results[1]["reason"] == "policy-error" and text in results[1]["error"]
     assert (await line(world, world.beacon(world.bob)))["reason"] == "policy-error"  # still up
+
+
+@pytest.mark.parametrize(
+    ("function", "reason"),
+    [
+        (policies.raises_unprintable, "policy-error"),
+        (policies.sullen_reason, "policy-denied"),
+        (policies.untextual_reason, "policy-denied"),
+        (policies.untextual_error, "policy-error"),
+        (policies.endless_reason, "policy-denied"),
+    ],
+    ids=["unprintable-error", "str-subclass", "surrogate-nul", "in-error", "huge"],
+)
+async def test_a_policy_answer_that_cannot_be_carried_refuses_its_op_only(
+    world: World, function: PolicyFunction, reason: str
+) -> None:
+    """Whatever the policy's answer holds, the batch around its op proceeds
+    and the op's line carries bounded UTF-8 text (no NUL for Postgres)."""
+    use(world, function)
+    b = world.builder
+    first = token_of(world, lambda: b.artifact(world.bob))
+    beacon = world.beacon(world.alice)
+    results = await world.post([first, beacon])
+    assert [r["status"] for r in results] == ["new", "rejected"]
+    error = results[1]["error"]
+    assert results[1]["reason"] == reason and error.startswith("policy")
+    assert len(error) <= MAX_POLICY_TEXT + 20 and "\x00" not in error
+    error.encode("utf-8")  # no lone surrogate
+    status = await world.client.get(f"/operations/{results[1]['cid']}/status")
+    assert status.status_code == 200 and status.json()["reason"] == reason
 
 
 async def test_calls_that_hang_do_not_take_the_threads_of_later_ones(world: World) -> None:
