@@ -39,6 +39,7 @@ in a busy loop cannot be bounded.
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib
 import inspect
 import logging
@@ -366,9 +367,11 @@ def _invoke(function: PolicyFunction, op: VerifiedOp) -> object:
 
 
 def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
+    # a deep copy: the op is staged from ``payload`` once judged, and a policy
+    # changing a nested list (keys, say) must not change what is committed
     return VerifiedOp(
         op.cid, op.kind, op.chain_id, op.author_did, op.created_at_ms, op.jws_token,
-        MappingProxyType(dict(payload)),
+        MappingProxyType(copy.deepcopy(dict(payload))),
     )  # fmt: skip
 
 

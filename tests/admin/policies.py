@@ -103,6 +103,15 @@ def endless_reason(op: VerifiedOp, signer: str) -> str | None:
     return "no beacons " * 200_000 if op.kind == "beacon" else None
 
 
+def meddles(op: VerifiedOp, signer: str) -> None:
+    """Changes what it is shown (nested values are plain lists and dicts)."""
+    for value in op.payload.values():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            value.append(dict(value[0], id="planted"))
+        elif isinstance(value, list | dict):
+            value.clear()
+
+
 def recording(op: VerifiedOp, signer: str) -> None:
     assert signer == op.signer and op.payload.get("did", signer)
     CALLS.append((op.cid, op.kind, signer))

@@ -183,6 +183,24 @@ async def test_a_policy_answer_that_cannot_be_carried_refuses_its_op_only(
     assert status.status_code == 200 and status.json()["reason"] == reason
 
 
+async def test_a_policy_changing_the_payload_it_is_shown_changes_nothing(world: World) -> None:
+    """The op is verified and committed as signed, whatever the policy does
+    to its copy: no key it planted, no refusal of a valid op (for good)."""
+    use(world, policies.meddles)
+    b = world.builder
+    start = len(b.tokens)
+    newcomer = b.identity()
+    b.rotate(newcomer)
+    chain = b.content_create(newcomer)
+    b.content_update(chain)
+    results = await world.post(b.tokens[start:])
+    assert [r["status"] for r in results] == ["new"] * 4, results
+    state = (await world.relay.store.get_chain(newcomer.did)).state  # type: ignore[union-attr]
+    planted = [key for role in state.values() if isinstance(role, list) for key in role
+               if key[0] == "planted"]  # fmt: skip
+    assert planted == []
+
+
 async def test_calls_that_hang_do_not_take_the_threads_of_later_ones(world: World) -> None:
     use(world, policies.hang_for_some, timeout_s={0.3})
     policies.SLOW.add(world.alice.did)
