@@ -126,7 +126,7 @@ def load_policy_function(spec: str) -> PolicyFunction:
         raise ValueError(f"expected module:function, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure of operator code
+    except BaseException as exc:  # any import-time failure of operator code, sys.exit() too
         raise ValueError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     function = getattr(module, attr, None)
     if function is None:

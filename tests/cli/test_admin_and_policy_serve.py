@@ -6,6 +6,7 @@ and the audit line is in the relay's log."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -42,6 +43,33 @@ def test_a_bad_write_policy_is_one_line_at_start_up(spec: str, text: str) -> Non
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("dfos-relay serve: error: --write-policy: ")
+    assert text in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "text"),
+    [
+        ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
+        ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+        ("class Odd(BaseException):\n    pass\nraise Odd('odd')\n", "Odd: odd"),
+    ],
+    ids=["sys-exit", "keyboard-interrupt", "base-exception"],
+)
+def test_a_policy_module_that_ends_its_import_is_one_line_at_start_up(
+    tmp_path: Path, module: str, text: str
+) -> None:
+    """Whatever its import raises, the relay says so in one line (exit 2)."""
+    (tmp_path / "ending_policy.py").write_text(module)
+    done = subprocess.run(
+        [DFOS_RELAY, "serve", "--store", "memory://", "--write-policy", "ending_policy:decide"],
+        env=clean_env({"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("dfos-relay serve: error: --write-policy: cannot import")
     assert text in done.stderr
 
 
