@@ -103,8 +103,13 @@ class Admin:
         ban = BanRecord(did, reason, self.host.clock(), self.caller.did)
         await self.host.store.put_ban(ban)  # before any purge: nothing new lands meanwhile
         await self.host.bans.refresh()
-        report = await self._purge(did) if purge else None
         fields: dict[str, Any] = {"did": did, "reason": reason, "purge": purge}
+        try:
+            report = await self._purge(did) if purge else None
+        except Exception as exc:  # the ban stands (stored first): the trail must show it
+            audit("ban", self.caller.did, "failed", token_id=self.caller.token_id,
+                  error=f"banned, but the purge failed: {exc}", **fields)  # fmt: skip
+            raise
         if report is not None:
             fields.update(purged_operations=report.operations, purged_by_kind=report.by_kind,
                           chains_removed=report.chains_removed,

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from relay.admin.audit import AUDIT_LOGGER
 from relay.observability.logging import JsonFormatter
+from stores.sqlite import SqliteStore
+from tests.support.backends import make_store
 
-from .conftest import World
+from .conftest import World, open_world
 
 
 @pytest.fixture(autouse=True)
@@ -85,3 +89,24 @@ async def test_audit_lines_survive_any_log_level_and_carry_the_request_id(world:
     assert listed["outcome"] == "ok" and len(listed["token_id"]) == 16
     assert audits[2]["outcome"] == "refused" and audits[2]["admin"] is None
     assert audits[2]["path"] == "/admin/bans"
+
+
+async def test_a_ban_whose_purge_fails_is_in_the_trail(
+    tmp_path: Path, audit_lines: list[dict[str, Any]]
+) -> None:
+    """The ban is stored before its purge starts, so it stands when the purge
+    fails; the audit trail says so (outcome ``failed``)."""
+    async with (
+        make_store("sqlite", tmp_path) as store,
+        open_world(store, "hypercorn", audit_lines) as w,
+    ):
+        assert isinstance(store, SqliteStore)
+        with sqlite3.connect(store.path) as db:  # what the purge writes to is gone
+            db.execute("ALTER TABLE purged_ops RENAME TO purged_ops_gone")
+        response = await w.admin("PUT", f"/admin/bans/{w.alice.did}", {"purge": True})
+        assert response.status_code == 500
+        assert [ban.did for ban in await store.list_bans()] == [w.alice.did]
+        line = w.audits("ban")[-1]
+        assert line["outcome"] == "failed" and line["admin"] == w.operator.did
+        assert line["did"] == w.alice.did and line["purge"] is True
+        assert "purge failed" in line["error"]
