@@ -23,9 +23,10 @@ round waits at most ``timeout_s``, and a whole sequencing session at most
 parent's decision cannot hold the sequencer a round per op. A call past its
 timeout keeps its thread (Python cannot stop one); when hung calls hold
 every thread of the pool, new calls go to a fresh pool, and once
-``MAX_STUCK_CALLS`` hang at once, ops are refused without a call until some
-return. Every refusal is transient (not recorded): the same op may pass once
-the ban or policy changes, or the policy answers in time.
+``MAX_STUCK_CALLS`` hang at once (an async call that ignores its
+cancellation hangs too), ops are refused without a call until some return.
+Every refusal is transient (not recorded): the same op may pass once the
+ban or policy changes, or the policy answers in time.
 
 Bans are judged by the store's bans as the sequencing session read them
 (``stored``: the session holds the sequencing lock, so a ban stored before
@@ -179,6 +180,9 @@ class WriteGate:
         self._decisions: dict[str, Rejected | None] = {}
         self._waited_s = 0.0  # this session's wait on the function
         self._threads = _PolicyThreads()
+        # calls cancelled at their timeout and not ended yet: an async policy
+        # may ignore its cancellation, and each would hold a task for good
+        self._lingering: set[asyncio.Future[object]] = set()
 
     def exempt(self, did: str) -> None:
         self._exempt.add(did)
@@ -257,6 +261,8 @@ class WriteGate:
         for cid, call in calls.items():
             if call in late:
                 call.cancel()
+                self._lingering.add(call)
+                call.add_done_callback(self._lingering.discard)
                 log.warning("write policy %s timed out on %s", self.policy.name, cid)
                 cut = timeout < self.policy.timeout_s  # by the session's budget
                 self._decisions[cid] = spent if cut else _error(f"no decision within {timeout:g}s")
@@ -271,13 +277,14 @@ class WriteGate:
     async def _call(self, function: PolicyFunction, op: VerifiedOp) -> object:
         """The function's answer, or ``_Raised`` with whatever it raised
         (``SystemExit`` included: operator code must not end the relay)."""
+        stuck = self._threads.stuck + len(self._lingering)
+        if stuck >= MAX_STUCK_CALLS:
+            return _Raised(RuntimeError(f"{stuck} earlier calls still hang"))
         try:
             result: object
             if inspect.iscoroutinefunction(function):
                 result = function(op, op.signer)
             else:
-                if self._threads.stuck >= MAX_STUCK_CALLS:
-                    return _Raised(RuntimeError(f"{self._threads.stuck} earlier calls still hang"))
                 result = await self._threads.run(function, op)
             if inspect.isawaitable(result):
                 result = await result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import sys
 import threading
 import time
@@ -55,6 +56,16 @@ def hang_for_some(op: VerifiedOp, signer: str) -> None:
 
 def paced(op: VerifiedOp, signer: str) -> None:
     time.sleep(PACE_S)
+
+
+STUBBORN = {"started": 0, "stop": False}  # ``ignores_cancellation``'s calls, and its end
+
+
+async def ignores_cancellation(op: VerifiedOp, signer: str) -> None:
+    STUBBORN["started"] += 1
+    while not STUBBORN["stop"]:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.05)
 
 
 def ill_typed(op: VerifiedOp, signer: str) -> int:

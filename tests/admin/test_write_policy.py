@@ -17,6 +17,7 @@ import pytest
 from relay.config import RelayConfig
 from relay.ingest.policy import (
     MAX_POLICY_TEXT,
+    MAX_STUCK_CALLS,
     POLICY_THREADS,
     SESSION_BUDGET_ROUNDS,
     PolicyFunction,
@@ -215,6 +216,26 @@ async def test_calls_that_hang_do_not_take_the_threads_of_later_ones(world: Worl
     finally:
         policies.SLOW.clear()
         policies.RELEASE.set()
+
+
+async def test_async_calls_that_ignore_their_cancellation_count_as_hung(world: World) -> None:
+    """Such a call runs on for good: past ``MAX_STUCK_CALLS`` of them, ops are
+    refused without a call (as for hung threads) until they end."""
+    use(world, policies.ignores_cancellation, timeout_s={0.3})
+    policies.STUBBORN.update(started=0, stop=False)
+    try:
+        results = await world.post([world.beacon(world.bob) for _ in range(MAX_STUCK_CALLS)])
+        assert {r["reason"] for r in results} == {"policy-error"}
+        started = time.monotonic()
+        results = await world.post([world.beacon(world.bob) for _ in range(8)])
+        assert time.monotonic() - started < 0.3  # no call, no wait
+        assert all("still hang" in r["error"] for r in results), results
+        assert policies.STUBBORN["started"] == MAX_STUCK_CALLS
+    finally:
+        policies.STUBBORN["stop"] = True
+    await asyncio.sleep(0.2)  # they end
+    await world.post([world.beacon(world.bob)])
+    assert policies.STUBBORN["started"] == MAX_STUCK_CALLS + 1  # called again
 
 
 async def test_a_chain_waits_on_the_policy_a_bounded_time_in_all(world: World) -> None:
