@@ -93,10 +93,33 @@ class DecodedJws:
 def _parse_json(raw: bytes) -> object:
     if _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
         try:
-            return orjson.loads(raw)
+            return orjson.loads(raw)  # refuses lone surrogates itself
         except orjson.JSONDecodeError:
             pass
-    return _DECODER.decode(raw.decode("utf-8"))
+    value = _DECODER.decode(raw.decode("utf-8"))
+    if b"\\u" in raw and not _is_text(value):
+        # JSON's \ud800 escapes name no Unicode character: such a string has
+        # no dag-cbor encoding (so no CID), and no UTF-8 for answers or stores
+        raise ValueError("a string holds a lone surrogate")
+    return value
+
+
+def _is_text(value: object) -> bool:
+    """Every string of ``value`` (keys too) is Unicode text (no lone surrogates)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _json_object(segment: str, what: str) -> dict[str, object]:

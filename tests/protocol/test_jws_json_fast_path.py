@@ -1,6 +1,8 @@
 """The JWS segments are parsed by orjson where it gives exactly what json
 gives, and by json otherwise: whatever the text, the decoded header and
-payload (or the refusal) are those of the strict json decoder."""
+payload (or the refusal) are those of the strict json decoder, which also
+refuses a string naming a lone surrogate (no UTF-8 or dag-cbor encoding
+takes one)."""
 
 from __future__ import annotations
 
@@ -34,9 +36,11 @@ def _strict(text: bytes) -> object:
         raise ValueError(name)
 
     try:
-        return json.loads(text.decode("utf-8"), parse_constant=constant)
+        value = json.loads(text.decode("utf-8"), parse_constant=constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # text all through
     except (ValueError, RecursionError):
         return "refused"
+    return value
 
 
 def _ours(text: bytes) -> object:

@@ -5,7 +5,9 @@ while the rest proceed; no input yields a 500."""
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -124,6 +126,37 @@ async def test_a_token_that_is_not_text_is_rejected_on_its_own_line(
     results = response.json()["results"]
     assert statuses(results) == ["new", "rejected", "rejected", "new"]
     assert results[1]["error"] == results[2]["error"] == "malformed token: JWS token must be ASCII"
+
+
+def _segment(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda text: text[:-1] + ', "x\\ud800": 1}', id="payload-key"),
+        pytest.param(lambda text: text.replace('"did:dfos:', '"a\\udc80b', 1), id="did"),
+        pytest.param(  # a long number sends the segment past orjson
+            lambda text: text[:-1] + ', "n": ' + "9" * 80 + ', "y": "\\ud800"}', id="slow-path"
+        ),
+    ],
+)
+async def test_a_lone_surrogate_inside_a_token_is_malformed_on_its_own_line(
+    client: httpx.AsyncClient, spoil: Callable[[str], str]
+) -> None:
+    """The token is ASCII, but its JSON names a lone surrogate (``\\ud800``):
+    no UTF-8 and no dag-cbor encoding takes such a string, so it is
+    malformed, and the line after it is answered."""
+    b = WorkloadBuilder(seed=13, start_ms=PAST_MS)
+    b.beacon(b.identity())
+    genesis, beacon = b.tokens
+    head, payload, signature = beacon.split(".")
+    text = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+    spoilt = f"{head}.{_segment(spoil(text).encode())}.{signature}"
+    results = await post(client, [genesis, spoilt, beacon])
+    assert statuses(results) == ["new", "rejected", "new"]
+    assert results[1]["reason"] == "malformed"
 
 
 _json_values = st.recursive(
