@@ -20,7 +20,7 @@ from relay.scope import Scope, ScopeTracker, effective_scope
 from stores.base import FeedEntry
 from stores.memory import MemoryStore
 
-from .world import random_world
+from .world import picked_scope, random_world
 
 
 def closure_by_definition(entries: list[FeedEntry], scope: Scope) -> set[str]:
@@ -63,8 +63,7 @@ async def check(seed: int, picks: list[int], cut: int) -> None:
         await relay.ingest(random_world(seed))
         head = await store.log_length()
         entries = await store.read_seq_range(0, head, head)
-        ids = sorted({e.chain_id for e in entries if e.kind in ("identity-op", "content-op")})
-        scope = Scope.of(ids[p % len(ids)] for p in picks)
+        scope = await picked_scope(store, picks)
         whole = await stream_from(store, scope, 0)
         cids = [cid for _, cid in whole]
         assert len(cids) == len(set(cids))

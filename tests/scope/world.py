@@ -8,7 +8,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relay.scope import Scope
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
+from stores.base import RelayStore
 from tests.support.relay_api import PAST_MS
 
 
@@ -97,6 +99,15 @@ def random_world(seed: int) -> list[str]:
         else:
             people.append(b.identity())
     return b.tokens
+
+
+async def picked_scope(store: RelayStore, picks: list[int]) -> Scope:
+    """A scope of the chains of ``store``'s log that ``picks`` index (mod
+    their count, in chain id order): random worlds name chains this way."""
+    head = await store.log_length()
+    entries = await store.read_seq_range(0, head, head)
+    ids = sorted({e.chain_id for e in entries if e.kind in ("identity-op", "content-op")})
+    return Scope.of(ids[p % len(ids)] for p in picks)
 
 
 def remove_identity(db: Path, did: str) -> None:
