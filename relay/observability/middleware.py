@@ -4,7 +4,8 @@ An incoming ``X-Request-ID`` is honoured when it is short and printable,
 otherwise a fresh one is generated; either way it is echoed on the response
 and bound to the logging context for the request's duration. Latency is
 labelled by the matched route template (``/operations/{cid}``), never by
-the raw path, so label cardinality stays bounded.
+the raw path, and by the method only when it is a standard one (a client
+may send any token as a method), so label cardinality stays bounded.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from .metrics import RelayMetrics
 
 MAX_REQUEST_ID_LENGTH = 128
 UNMATCHED_ROUTE = "unmatched"
+KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"}
+)
+OTHER_METHOD = "other"
 
 access_log = logging.getLogger("dfos_relay.access")
 
@@ -61,7 +66,8 @@ class RequestContextMiddleware:
         finally:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", UNMATCHED_ROUTE)
-            self.metrics.observe_request(scope["method"], route, status, elapsed)
+            method = scope["method"] if scope["method"] in KNOWN_METHODS else OTHER_METHOD
+            self.metrics.observe_request(method, route, status, elapsed)
             access_log.info(
                 "%s %s %d",
                 scope["method"],
