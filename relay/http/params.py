@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
+import asyncio
+
+from starlette.requests import ClientDisconnect, Request
 
 from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
 from relay.protocol import is_cid
@@ -10,6 +12,9 @@ from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, ScopeError, parse_scope
 
 from .errors import ApiError
+
+BODY_GRACE_S = 10.0  # a request body may take this long to start ...
+BODY_MIN_RATE = 1024  # ... and must then arrive at this many bytes a second on average
 
 
 def page_params(request: Request) -> tuple[str | None, int]:
@@ -42,15 +47,32 @@ def scope_param(request: Request) -> Scope | None:
 
 
 async def read_body_capped(request: Request, cap: int) -> bytes:
-    """The request body, or 413 once it exceeds ``cap`` bytes."""
+    """The request body, or 413 once it exceeds ``cap`` bytes, or 408 once it
+    falls behind ``BODY_GRACE_S`` plus ``BODY_MIN_RATE`` bytes a second (a
+    body trickled in a byte at a time would hold its connection forever:
+    hypercorn bounds slow headers, not slow bodies)."""
     declared = request.headers.get("content-length")
     if declared is not None and (ascii_decimal(declared) or 0) > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            raise ApiError(413, f"request body exceeds {cap} bytes")
-        chunks.append(chunk)
+    started = asyncio.get_running_loop().time()
+    stream = request.stream()
+    try:
+        while True:
+            try:
+                async with asyncio.timeout_at(started + BODY_GRACE_S + size / BODY_MIN_RATE):
+                    chunk = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise ApiError(408, "the request body arrived too slowly") from None
+            size += len(chunk)
+            if size > cap:
+                raise ApiError(413, f"request body exceeds {cap} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # nobody reads the answer; not a server error either
+        raise ApiError(400, "the client disconnected before its body was complete") from None
+    finally:
+        await stream.aclose()
     return b"".join(chunks)
