@@ -6,7 +6,10 @@ tokens per second; a request takes one token or is answered 429 with a
 socket peer, unless that peer is a configured trusted proxy: then
 ``X-Forwarded-For`` is walked right to left, skipping trusted hops, and the
 first untrusted address is the client. A forwarded header from an
-untrusted peer is ignored (it is trivially forged).
+untrusted peer is ignored (it is trivially forged). An IPv6 client is its
+/64 network (one host is routinely handed a whole /64, so per address it
+could take a fresh bucket for every request); an IPv4-mapped address is
+the IPv4 client it maps.
 
 Not limited here: reads (GETs are cheap and cacheable), the body cap (413,
 ``relay.http.params``), the blob cap. Buckets live in process memory, so
@@ -29,11 +32,13 @@ __all__ = [
     "RateLimit",
     "RateLimitMiddleware",
     "TokenBuckets",
+    "bucket_key",
     "client_ip",
     "parse_rate_limit",
     "parse_trusted_proxies",
 ]
 
+IPV6_CLIENT_PREFIX = 64
 MAX_TRACKED_CLIENTS = 100_000  # least recently seen buckets are evicted past this
 RATE_WINDOWS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 LIMITED_ROUTES = frozenset({("POST", "/operations")})
@@ -83,10 +88,13 @@ def parse_trusted_proxies(values: Iterable[str]) -> tuple[Network, ...]:
 
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address, an IPv4-mapped one as its IPv4 address (a dual-stack
+    socket reports IPv4 peers so, and they must match IPv4 proxies)."""
     try:
-        return ipaddress.ip_address(text.strip())
+        ip = ipaddress.ip_address(text.strip())
     except ValueError:
         return None
+    return ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
 
 
 def client_ip(peer: str | None, forwarded_for: str | None, trusted: tuple[Network, ...]) -> str:
@@ -105,6 +113,16 @@ def client_ip(peer: str | None, forwarded_for: str | None, trusted: tuple[Networ
         if not is_trusted(hop):
             return hop if _parse_ip(hop) is not None else peer
     return hops[0] if hops else peer
+
+
+def bucket_key(client: str) -> str:
+    """The bucket of client address ``client`` (see the module docstring)."""
+    ip = _parse_ip(client)
+    if ip is None:
+        return client
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    return str(ipaddress.IPv6Network((ip, IPV6_CLIENT_PREFIX), strict=False))
 
 
 class TokenBuckets:
@@ -155,7 +173,8 @@ class RateLimitMiddleware:
         headers = dict(scope.get("headers") or ())
         forwarded = headers.get(b"x-forwarded-for", b"").decode("latin-1") or None
         peer = scope.get("client")
-        wait = self.buckets.take(client_ip(peer[0] if peer else None, forwarded, self.trusted))
+        client = client_ip(peer[0] if peer else None, forwarded, self.trusted)
+        wait = self.buckets.take(bucket_key(client))
         if wait <= 0:
             await self.app(scope, receive, send)
             return

@@ -537,7 +537,7 @@ OPTIONS: tuple[Option, ...] = (
         "RATE_LIMIT",
         "value",
         parse_rate_limit,
-        "POST /operations per client IP: N/s, N/m or N/h, or off (default off)",
+        "POST /operations per client IP (IPv6: per /64): N/s, N/m or N/h, or off (default off)",
         "RATE",
     ),
     Option(

@@ -37,6 +37,7 @@ def test_bucket_allows_a_burst_then_refills() -> None:
         ("10.0.0.5", "10.1.1.1", "10.1.1.1"),  # all trusted: leftmost
         ("10.0.0.5", "garbage", "10.0.0.5"),
         ("10.0.0.5", None, "10.0.0.5"),
+        ("::ffff:10.0.0.5", "9.9.9.9", "9.9.9.9"),  # a dual-stack socket's IPv4 peer
     ],
 )
 def test_client_ip(peer: str, xff: str | None, expected: str) -> None:
@@ -74,3 +75,35 @@ async def test_post_operations_is_limited_per_forwarded_client(limited: httpx.As
     bob = {"X-Forwarded-For": "203.0.113.2"}
     assert (await limited.post("/operations", json=body, headers=bob)).status_code == 200
     assert (await limited.get("/log", headers=alice)).status_code == 200  # reads are not limited
+
+
+async def test_an_ipv6_client_is_limited_per_64_network(limited: httpx.AsyncClient) -> None:
+    """One host routinely holds a /64: a fresh address per request is no new bucket."""
+    body = {"operations": mixed_workload(1, seed=3)[:1]}
+    rotated = ["2001:db8:1::1", "2001:db8:1::2", "2001:db8:1:0:ffff:ffff:ffff:3"]
+    codes = [
+        (await limited.post("/operations", json=body, headers={"X-Forwarded-For": ip})).status_code
+        for ip in rotated
+    ]
+    assert codes == [200, 200, 429]
+    other = {"X-Forwarded-For": "2001:db8:2::1"}
+    assert (await limited.post("/operations", json=body, headers=other)).status_code == 200
+
+
+async def test_a_proxy_seen_through_a_dual_stack_socket_is_trusted() -> None:
+    """A socket bound to ``::`` reports an IPv4 peer as ``::ffff:a.b.c.d``."""
+    config = RelayConfig(
+        rate_limit=parse_rate_limit("1/m"), trusted_proxies=parse_trusted_proxies(["10.0.0.0/8"])
+    )
+    relay = create_relay(config=config)
+    body = {"operations": mixed_workload(1, seed=3)[:1]}
+    async with relay.running():
+        transport = httpx.ASGITransport(app=relay.app, client=("::ffff:10.0.0.5", 1234))
+        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+            codes = [
+                (
+                    await c.post("/operations", json=body, headers={"X-Forwarded-For": ip})
+                ).status_code
+                for ip in ("203.0.113.1", "203.0.113.2", "203.0.113.1")
+            ]
+    assert codes == [200, 200, 429]  # one bucket per forwarded client, not the proxy's
