@@ -4,6 +4,11 @@ the request being served (``X-Request-ID``) when there is one.
 Fields: ``ts`` (ISO 8601 UTC), ``level``, ``logger``, ``msg``, ``request_id``
 (if any), ``exc`` (formatted traceback, if any) and any ``extra={...}``
 values a caller passes.
+
+Values may quote a client (a request path), so a line holds no character a
+reader could take for a line break or a terminal control: JSON escapes
+C0 controls, and the line escapes DEL, the C1 controls (NEL among them)
+and U+2028/U+2029 as well.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ DEFAULT_LOG_LEVEL = "info"
 
 _request_id: ContextVar[str | None] = ContextVar("dfos_relay_request_id", default=None)
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), 0x2028, 0x2029)}
 
 
 def current_request_id() -> str | None:
@@ -52,7 +58,7 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return json.dumps(entry, default=str, ensure_ascii=False).translate(_ESCAPES)
 
 
 def configure_logging(level: str = DEFAULT_LOG_LEVEL) -> None:
