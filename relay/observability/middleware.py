@@ -1,6 +1,6 @@
 """Request context middleware (pure ASGI): request ids, latency, access log.
 
-An incoming ``X-Request-ID`` is honoured when it is short and printable,
+An incoming ``X-Request-ID`` is honoured when it is short printable ASCII,
 otherwise a fresh one is generated; either way it is echoed on the response
 and bound to the logging context for the request's duration. Latency is
 labelled by the matched route template (``/operations/{cid}``), never by
@@ -31,7 +31,13 @@ access_log = logging.getLogger("dfos_relay.access")
 def accept_request_id(raw: bytes | None) -> str:
     if raw:
         text = raw.decode("latin-1")
-        if len(text) <= MAX_REQUEST_ID_LENGTH and text.isprintable() and " " not in text:
+        # ASCII only: the id is echoed UTF-8 encoded, which alters any other byte
+        if (
+            len(text) <= MAX_REQUEST_ID_LENGTH
+            and text.isascii()
+            and text.isprintable()
+            and " " not in text
+        ):
             return text
     return uuid.uuid4().hex
 

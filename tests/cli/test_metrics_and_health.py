@@ -97,5 +97,8 @@ async def test_request_id_is_honoured_or_generated(
     assert given.headers["x-request-id"] == "trace-7"
     made = await client.get("/log", headers={"X-Request-ID": "bad id with spaces"})
     assert made.headers["x-request-id"] != "bad id with spaces"
+    # a non-ASCII id would come back altered (UTF-8 encoded): a fresh one instead
+    latin = await client.get("/log", headers={"X-Request-ID": b"trace-\xe9"})
+    assert dict(latin.headers.raw)[b"x-request-id"] != b"trace-\xc3\xa9"
     line = json.loads(JsonFormatter().format(caplog.records[0]))
     assert line["msg"] == "GET /log 200" and line["status"] == 200
