@@ -95,7 +95,12 @@ class PeerConfig:
     reconcile: bool = False  # periodic range-based reconciliation (opt-in; additive)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "url", normalize_peer_url(self.url))
+        url = normalize_peer_url(self.url)
+        userinfo, at, host = urlsplit(url).netloc.rpartition("@")
+        if at:  # the relay shows its peers' URLs: well-known ``peers``, /metrics, logs
+            hidden = url.replace(f"{userinfo}@{host}", f"***@{host}", 1)
+            raise ValueError(f"peer url must not carry credentials (relays publish them): {hidden}")
+        object.__setattr__(self, "url", url)
 
 
 _FLAG_KEYS = {
