@@ -5,7 +5,10 @@ directory, gzip read directly) into one DataFrame of
 ``relay, cid, jwsToken, kind, chainId``. Invariants: relay names are unique;
 every non-blank line is a JSON object with the four string fields and a known
 kind, otherwise ``InputError`` names the file and line. Line numbers are only
-computed on that error path, so the hot path stays in Spark's JSON reader.
+computed on that error path, so the hot path stays in Spark's JSON reader;
+since that reader turns a number or object into the string of its JSON text,
+a field that reads like one sends its file down the error path, where
+``malformed_reason`` judges each line by its JSON types.
 Known gap of that reader: a line holding a JSON array of entry objects is
 read as those entries rather than rejected (Spark's JSON source treats a
 top-level array as several records).
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -43,6 +46,8 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
+# How the JSON text of a number, object or array begins (``_suspect``).
+_NON_STRING_STARTS = ("-", *"0123456789", "{", "[")
 _READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
 
 
@@ -92,27 +97,49 @@ def parse_dump_args(args: list[str]) -> list[DumpSpec]:
     return specs
 
 
-def _read_one(spark: SparkSession, spec: DumpSpec, index: int) -> DataFrame:
+def _read_raw(spark: SparkSession, spec: DumpSpec) -> DataFrame:
     """One dump through Spark's JSON Lines reader (Jackson over the raw
     bytes: about 2x faster than ``from_json`` over text lines, and each line
-    is parsed once). A line that is not JSON lands in ``_corrupt``."""
-    entries = (
+    is parsed once). A line that is not JSON lands in ``_corrupt``; single
+    quotes and NaN are not JSON (``malformed_reason`` agrees)."""
+    return (
         spark.read.schema(_READ_SCHEMA)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt")
+        .option("allowSingleQuotes", "false")
+        .option("allowNonNumericNumbers", "false")
         .json(spec.path)
     )
-    valid = (
-        F.col("_corrupt").isNull()
-        & F.col("cid").isNotNull()
-        & F.col("jwsToken").isNotNull()
-        & F.col("chainId").isNotNull()
-        & F.col("kind").isin(*KINDS)
+
+
+def _well_formed() -> Column:
+    """What Spark's reader can tell of a line: JSON, the four fields, a known
+    kind (null when a field is missing)."""
+    present = [F.col(name).isNotNull() for name in ("cid", "jwsToken", "chainId")]
+    return reduce(
+        Column.__and__, [F.col("_corrupt").isNull(), *present, F.col("kind").isin(*KINDS)]
     )
-    return entries.select(
+
+
+def _suspect() -> Column:
+    """A field that may not have been a JSON string: the reader gives a
+    string field the JSON text of any other value (``12``, ``true``,
+    ``{...}``), and such text starts like this. A real string may too, so
+    a suspect line is judged by ``malformed_reason`` (``check_entries``)."""
+    fields = [F.col(name) for name in ("cid", "jwsToken", "chainId")]
+    starts = [
+        F.substring(c, 1, 1).isin(*_NON_STRING_STARTS) | c.isin("true", "false") for c in fields
+    ]
+    return reduce(Column.__or__, starts)
+
+
+def _read_one(spark: SparkSession, spec: DumpSpec, index: int) -> DataFrame:
+    """``_read_raw`` with ``ok``: false for a malformed or suspect line."""
+    ok = F.coalesce(_well_formed() & ~_suspect(), F.lit(False))
+    return _read_raw(spark, spec).select(
         F.lit(spec.relay).alias("relay"),
         F.lit(index).alias("relayIndex"),
-        F.coalesce(valid, F.lit(False)).alias("ok"),
+        ok.alias("ok"),
         "cid",
         "jwsToken",
         "kind",
@@ -140,24 +167,43 @@ def check_entries(spark: SparkSession, specs: list[DumpSpec], entries: DataFrame
     """Raise ``InputError`` naming file and line when ``entries`` has a
     malformed line. ``entries`` is ``read_entries`` (or a table derived from
     it that keeps ``ok`` and either ``relay`` or the relay bitmask words of
-    ``spark.tokens``); one small Spark job."""
+    ``spark.tokens``); one small Spark job when every line is well formed.
+    Lines that are only suspect (``_suspect``) are judged line by line."""
     from spark.tokens import held_by
 
     names = sorted(s.relay for s in specs)
     relay = F.col("relay") if "relay" in entries.columns else held_by(names).getItem(0)
-    bad = entries.where(~F.col("ok")).select(relay.alias("relay")).limit(1).collect()
-    if not bad:
-        return
-    spec = next(s for s in specs if s.relay == bad[0]["relay"])
-    found = (
-        _read_one(spark, spec, 0)
-        .where(~F.col("ok"))
-        .select(F.input_file_name().alias("file"))
-        .limit(1)
+    bad = entries.where(~F.col("ok")).select(relay.alias("relay")).distinct().collect()
+    flagged = {row["relay"] for row in bad}
+    for spec in sorted((s for s in specs if s.relay in flagged), key=lambda s: s.relay):
+        _check_dump(spark, spec)
+
+
+def _check_dump(spark: SparkSession, spec: DumpSpec) -> None:
+    """Error path: the files of ``spec`` with flagged lines, checked line by
+    line; raise on the first holding a malformed line."""
+    flagged = (
+        _read_raw(spark, spec)
+        .select(
+            F.input_file_name().alias("file"),
+            F.coalesce(_well_formed(), F.lit(False)).alias("formed"),
+            F.coalesce(_suspect(), F.lit(False)).alias("suspect"),
+        )
+        .where(~F.col("formed") | F.col("suspect"))
+        .groupBy("file")
+        .agg(F.bool_and("formed").alias("formed"))
+        .orderBy("file")
         .collect()
     )
-    file = found[0]["file"] if found else spec.path
-    raise InputError(_locate_malformed(spark, spec.relay, file))
+    for row in flagged:
+        found = _malformed_lines(spark, row["file"])
+        shown = _shown(row["file"])
+        if found:
+            raise InputError(
+                "; ".join(f"{shown}:{n}: {reason} (relay {spec.relay})" for n, reason in found)
+            )
+        if not row["formed"]:
+            raise InputError(f"{shown} (relay {spec.relay}): malformed log entry")
 
 
 def read_failure(exc: Exception) -> InputError | None:
@@ -190,12 +236,16 @@ def load_dumps(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
     return entries.drop("ok")
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def malformed_reason(line: str) -> str | None:
     """Why a dump line is not a log entry, or None when it is one."""
     if not line.strip():
         return None
     try:
-        entry = json.loads(line)
+        entry = json.loads(line, parse_constant=_no_constant)
     except ValueError:
         return "not valid JSON"
     if not isinstance(entry, dict):
@@ -208,15 +258,18 @@ def malformed_reason(line: str) -> str | None:
     return None
 
 
-def _locate_malformed(spark: SparkSession, relay: str, file: str) -> str:
-    """Error path only: number the lines of ``file`` and name the bad ones."""
+def _shown(file: str) -> str:
+    return (
+        file.removeprefix("file://") if file.startswith("file:///") else file.removeprefix("file:")
+    )
+
+
+def _malformed_lines(spark: SparkSession, file: str) -> list[tuple[int, str]]:
+    """Error path only: number the lines of ``file``; the first bad ones."""
     numbered = spark.sparkContext.textFile(file).zipWithIndex()
     found = (
         numbered.map(lambda pair: (pair[1] + 1, malformed_reason(pair[0])))
         .filter(lambda pair: pair[1] is not None)
         .take(_MAX_REPORTED_LINES)
     )
-    shown = file.removeprefix("file:")
-    if not found:
-        return f"{shown} (relay {relay}): malformed log entry"
-    return "; ".join(f"{shown}:{n}: {reason} (relay {relay})" for n, reason in found)
+    return [(n, reason) for n, reason in found if reason is not None]
