@@ -17,8 +17,11 @@ partitions sorted by group (batches of rows, no per-group Python calls):
 
 The relay-level countersignature rules (target held by the serving relay,
 witness is not the target's author, one per witness and target) are column
-joins over the holdings table. Output: one row per invalid op and reason:
-``cid, kind, chainId, reason, servedBy`` (sorted relay names).
+joins over the holdings table. Output: one row per invalid log entry and
+reason: ``cid, kind, chainId, tokenHash, reason, servedBy`` where kind and
+chainId are the entry's claim and servedBy the (sorted) relays serving that
+token under that CID and claim: relays holding a CID under another token, or
+filing it under another chain, are not blamed for it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ RESULT = StructType(
     [
         StructField("tokenHash", StringType()),
         StructField("cid", StringType()),
+        StructField("kind", StringType()),
+        StructField("chainId", StringType()),
         StructField("error", StringType()),
     ]
 )
@@ -118,10 +123,12 @@ def _chain_errors(
 
 
 def _countersign_rules(table: DataFrame, held: DataFrame, relays: list[str]) -> DataFrame:
-    """Relay-level checks, per serving relay: ``cid, relay, reason``."""
+    """Relay-level checks, per serving relay: ``cid, kind, chainId,
+    tokenHash, relay, reason``."""
+    entry = ["cid", "kind", "chainId", "tokenHash"]
     cs = table.where(F.col("kind") == "countersign").select(
         F.explode(held_by(relays)).alias("relay"),
-        "cid",
+        *entry,
         "targetCid",
         F.col("did").alias("witness"),
     )
@@ -134,22 +141,22 @@ def _countersign_rules(table: DataFrame, held: DataFrame, relays: list[str]) -> 
     missing = joined.where(
         F.col("targetHeldBy").isNull() | ~F.array_contains("targetHeldBy", F.col("relay"))
     ).select(
-        "cid",
+        *entry,
         "relay",
         F.concat(
             F.lit("countersign target "), "targetCid", F.lit(" is not held by the serving relay")
         ).alias("reason"),
     )
     self_signed = joined.where(F.col("witness") == F.col("targetAuthor")).select(
-        "cid", "relay", F.lit("self-countersignature").alias("reason")
+        *entry, "relay", F.lit("self-countersignature").alias("reason")
     )
     pairs = (
         cs.groupBy("relay", "targetCid", "witness")
-        .agg(F.collect_set("cid").alias("cids"))
-        .where(F.size("cids") > 1)
+        .agg(F.collect_set(F.struct(*entry)).alias("entries"))
+        .where(F.size(F.array_distinct(F.transform("entries", lambda e: e["cid"]))) > 1)
     )
-    duplicated = pairs.select(
-        F.explode("cids").alias("cid"),
+    duplicated = pairs.select(F.explode("entries").alias("e"), "relay").select(
+        "e.*",
         "relay",
         F.lit("more than one countersignature per witness and target").alias("reason"),
     )
@@ -164,30 +171,26 @@ def invalid_ops(
     partitions: int,
     now: int,
 ) -> DataFrame:
-    """Every invalid op: ``cid, kind, chainId, reason, servedBy``.
+    """Every invalid log entry: ``cid, kind, chainId, tokenHash, reason,
+    servedBy``.
 
     ``table`` is the token table (``spark.tokens``) with tokens, ``did`` and
     ``author``; ``held`` the holdings table of ``compare.holdings``."""
+    entry = ["cid", "kind", "chainId", "tokenHash"]
     histories = _histories(spark, table, partitions, now).cache()
     errors = (
         histories.select(F.explode("errors").alias("r"))
         .select("r.*")
         .unionByName(_chain_errors(spark, table, histories, partitions, now))
     )
-    served = held.select("cid", F.explode("variants").alias("v")).select(
-        "cid", "v.tokenHash", "v.servedBy"
-    )
-    meta = held.select("cid", "kind", "chainId")
-    crypto = (
-        errors.join(served, ["cid", "tokenHash"])
-        .join(meta, "cid")
-        .select("cid", "kind", "chainId", F.col("error").alias("reason"), "servedBy")
-    )
+    # The relays serving this very entry (token, CID and claim): another
+    # relay's token for the CID, or its filing under another chain, has a
+    # verdict of its own.
+    served = table.select(*entry, held_by(relays).alias("servedBy"))
+    crypto = errors.join(served, entry).select(*entry, F.col("error").alias("reason"), "servedBy")
     relay_level = (
         _countersign_rules(table, held, relays)
-        .groupBy("cid", "reason")
-        .agg(F.collect_set("relay").alias("servedBy"))
-        .join(meta, "cid")
-        .select("cid", "kind", "chainId", "reason", "servedBy")
+        .groupBy(*entry, "reason")
+        .agg(F.array_sort(F.collect_set("relay")).alias("servedBy"))
     )
-    return crypto.unionByName(relay_level).withColumn("servedBy", F.array_sort("servedBy"))
+    return crypto.unionByName(relay_level).select(*entry[:3], "tokenHash", "reason", "servedBy")

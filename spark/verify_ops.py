@@ -15,7 +15,9 @@ dag-cbor CID, chain state transitions). Everything cryptographic is
 Deletion is judged by time, since a replay has no ingestion order: an op by
 (or on a chain created by) an identity whose head is a delete is invalid when
 its createdAt is later than that delete. Each function returns
-``(token_hash, cid, error)`` rows, ``error`` None for a valid op.
+``(token_hash, cid, kind, chain_id, error)`` rows, one per log entry (a
+token may be filed under several CIDs or claims, each judged on its own),
+``error`` None for a valid op.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ __all__ = [
     "verify_standalone",
 ]
 
-Result = tuple[str, str, str | None]
+Result = tuple[str, str, str, str, str | None]
+EntryKey = tuple[str, str]  # (token hash, cid): one log entry of a chain
 KeyHistory = tuple[list[tuple[str, str]], int | None]  # (key id, multibase) pairs, deleted at
 _DELETED = "deleted identity"
 
@@ -65,6 +68,14 @@ def now_ms() -> int:
 
 def _error(exc: ProtocolError) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _key(entry: Any) -> EntryKey:
+    return entry["tokenHash"], entry["cid"]
+
+
+def _claim(entry: Any) -> tuple[str, str, str, str]:
+    return entry["tokenHash"], entry["cid"], entry["kind"], entry["chainId"]
 
 
 def _decode(entry: Any, kind: str) -> DecodedJws | str:
@@ -83,12 +94,12 @@ def _decode(entry: Any, kind: str) -> DecodedJws | str:
 # identity --------------------------------------------------------------------
 def replay_identity(did: str, entries: Sequence[Any], now: int) -> tuple[list[Result], KeyHistory]:
     """Verify every identity op of ``did``; return results and its key history."""
-    results: dict[str, str | None] = {}
+    results: dict[EntryKey, str | None] = {}
     children: dict[str | None, list[tuple[Any, DecodedJws]]] = defaultdict(list)
     for entry in entries:
         decoded = _decode(entry, "identity-op")
         if isinstance(decoded, str):
-            results[entry["tokenHash"]] = decoded
+            results[_key(entry)] = decoded
             continue
         prev = decoded.payload.get("previousOperationCID")
         children[prev if isinstance(prev, str) else None].append((entry, decoded))
@@ -108,18 +119,18 @@ def replay_identity(did: str, entries: Sequence[Any], now: int) -> tuple[list[Re
                         decoded, did, parent, state, parent_ms, now
                     )
             except ProtocolError as exc:
-                results[entry["tokenHash"]] = _error(exc)
+                results[_key(entry)] = _error(exc)
                 continue
-            results[entry["tokenHash"]] = None
+            results[_key(entry)] = None
             if verified.cid not in states:
                 states[verified.cid] = (verified.state, verified.operation.created_at_ms)
                 frontier.append(verified.cid)
     for orphans in children.values():
         for entry, decoded in orphans:
             prev = decoded.payload.get("previousOperationCID")
-            results[entry["tokenHash"]] = f"previous operation {prev} is not a valid op of {did}"
-    cids = {e["tokenHash"]: e["cid"] for e in entries}
-    return [(h, cids[h], err) for h, err in results.items()], _history(states)
+            results[_key(entry)] = f"previous operation {prev} is not a valid op of {did}"
+    rows = [(h, cid, "identity-op", did, err) for (h, cid), err in results.items()]
+    return rows, _history(states)
 
 
 def _history(states: dict[str, tuple[IdentityState, int]]) -> KeyHistory:
@@ -170,12 +181,12 @@ def replay_content(
     content_id: str, entries: Sequence[Any], resolver: HistoryResolver, now: int
 ) -> list[Result]:
     """Verify every op of a content chain from its genesis through the DAG."""
-    results: dict[str, str | None] = {}
+    results: dict[EntryKey, str | None] = {}
     children: dict[str | None, list[tuple[Any, DecodedJws]]] = defaultdict(list)
     for entry in entries:
         decoded = _decode(entry, "content-op")
         if isinstance(decoded, str):
-            results[entry["tokenHash"]] = decoded
+            results[_key(entry)] = decoded
             continue
         prev = decoded.payload.get("previousOperationCID")
         children[prev if isinstance(prev, str) else None].append((entry, decoded))
@@ -186,9 +197,9 @@ def replay_content(
         for entry, decoded in children.pop(parent, []):
             outcome = _content_step(content_id, decoded, parent, states, resolver, now)
             if isinstance(outcome, str):
-                results[entry["tokenHash"]] = outcome
+                results[_key(entry)] = outcome
                 continue
-            results[entry["tokenHash"]] = None
+            results[_key(entry)] = None
             cid, state, created_ms = outcome
             if cid not in states:
                 states[cid] = (state, created_ms)
@@ -196,11 +207,8 @@ def replay_content(
     for orphans in children.values():
         for entry, decoded in orphans:
             prev = decoded.payload.get("previousOperationCID")
-            results[entry["tokenHash"]] = (
-                f"previous operation {prev} is not a valid op of {content_id}"
-            )
-    cids = {e["tokenHash"]: e["cid"] for e in entries}
-    return [(h, cids[h], err) for h, err in results.items()]
+            results[_key(entry)] = f"previous operation {prev} is not a valid op of {content_id}"
+    return [(h, cid, "content-op", content_id, err) for (h, cid), err in results.items()]
 
 
 def _content_step(
@@ -245,17 +253,17 @@ def verify_standalone(entry: Any, resolver: HistoryResolver, now: int) -> Result
     kind = entry["kind"]
     decoded = _decode(entry, kind)
     if isinstance(decoded, str):
-        return entry["tokenHash"], entry["cid"], decoded
+        return (*_claim(entry), decoded)
     try:
         verified = _STANDALONE[kind](decoded, resolver, now)
     except ProtocolError as exc:
-        return entry["tokenHash"], entry["cid"], _error(exc)
+        return (*_claim(entry), _error(exc))
     payload = verified.payload
     error = resolver.gate(payload.did, payload.created_at_ms, f"{kind} signer")
     expected_chain = payload.target_cid if kind == "countersign" else payload.did
     if error is None and entry["chainId"] != expected_chain:
         error = f"log chainId {entry['chainId']} is not {expected_chain}"
-    return entry["tokenHash"], entry["cid"], error
+    return (*_claim(entry), error)
 
 
 def identity_partition(rows: Iterable[Any], now: int) -> Iterator[tuple[Any, ...]]:
@@ -263,7 +271,7 @@ def identity_partition(rows: Iterable[Any], now: int) -> Iterator[tuple[Any, ...
     one ``(did, keys, deletedAt, errors)`` row per DID, errors only."""
     for did, group in groupby(rows, key=lambda row: row["chainId"]):
         results, (keys, deleted_at) = replay_identity(did, list(group), now)
-        yield did, keys, deleted_at, [r for r in results if r[2] is not None]
+        yield did, keys, deleted_at, [r for r in results if r[4] is not None]
 
 
 def chain_partition(rows: Iterable[Any], now: int) -> Iterator[Result]:
@@ -284,4 +292,4 @@ def chain_partition(rows: Iterable[Any], now: int) -> Iterator[Result]:
         resolver = HistoryResolver(histories)
         results = replay_content(content[0]["chainId"], content, resolver, now) if content else []
         results.extend(verify_standalone(row, resolver, now) for row in standalone)
-        yield from (r for r in results if r[2] is not None)
+        yield from (r for r in results if r[4] is not None)
