@@ -3,7 +3,8 @@
 Role: collect the difference tables (``compare``, ``verify``) into one
 JSON-able dict, with one Spark action (totals, relay stats and the listed
 rows of every table travel as JSON text in one union). Lists are capped at
-``max_listed`` items each (the totals are always exact; ``--parquet``
+``max_listed`` items each, a divergent chain's ``lacking`` CIDs per relay
+too (the totals are always exact, ``lackingTotal`` for those; ``--parquet``
 writes the complete tables). ``converged`` is true when every relay holds
 the same ops with the same tokens (filed under the same kind and chain)
 and the same head for every chain;
@@ -92,18 +93,36 @@ def _order_key(row: dict[str, Any], order: list[str]) -> list[tuple[bool, str]]:
     return [(row[k] is not None, row[k] or "") for k in order]
 
 
+def _capped_lacking(chains: DataFrame, limit: int) -> DataFrame:
+    """Divergent chains with each relay's ``lacking`` list capped at
+    ``limit`` CIDs (the first by code point) and ``lackingTotal``: the full
+    count per relay."""
+    lacking = F.col("lacking")
+    return chains.where("size(reasons) > 0").select(
+        "chainId",
+        "kind",
+        "heads",
+        F.transform_values(lacking, lambda _, cids: F.slice(cids, 1, limit)).alias("lacking"),
+        F.transform_values(lacking, lambda _, cids: F.size(cids)).alias("lackingTotal"),
+        "reasons",
+    )
+
+
 def build_report(tables: Tables, relays: list[str], max_listed: int) -> dict[str, Any]:
     cs_partial = tables.partial.where(
         f"kind = 'countersign' AND (targetHeldBy IS NULL OR size(targetHeldBy) < {len(relays)})"
     )
     listed = {
-        "divergent": (tables.chains.where("size(reasons) > 0"), ["chainId", "kind"]),
+        "divergent": (_capped_lacking(tables.chains, max_listed), ["chainId", "kind"]),
         "partial": (tables.partial, ["chainId", "cid"]),
         "cs": (cs_partial, ["cid"]),
         "conflicts": (tables.conflicts, ["cid"]),
     }
     if tables.invalid is not None:
-        listed["invalid"] = (tables.invalid, ["cid", "reason"])
+        # The whole row key: one CID may be invalid under several tokens or
+        # claims for the same reason, and which of them fit the cap must not
+        # depend on partitioning.
+        listed["invalid"] = (tables.invalid, ["cid", "kind", "chainId", "tokenHash", "reason"])
     n, rows = _collect(tables, listed, max_listed)
     report: dict[str, Any] = {
         "relays": _relays(rows["stats"], relays),
