@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -196,7 +197,7 @@ def _check_dump(spark: SparkSession, spec: DumpSpec) -> None:
         .collect()
     )
     for row in flagged:
-        found = _malformed_lines(spark, row["file"])
+        found = _malformed_lines(spark, spec, row["file"])
         shown = _shown(row["file"])
         if found:
             raise InputError(
@@ -259,14 +260,19 @@ def malformed_reason(line: str) -> str | None:
 
 
 def _shown(file: str) -> str:
-    return (
-        file.removeprefix("file://") if file.startswith("file:///") else file.removeprefix("file:")
-    )
+    """``input_file_name``'s URI as the user wrote the path."""
+    local = file.removeprefix("file://") if file.startswith("file:///") else file
+    return unquote(local.removeprefix("file:"))
 
 
-def _malformed_lines(spark: SparkSession, file: str) -> list[tuple[int, str]]:
-    """Error path only: number the lines of ``file``; the first bad ones."""
-    numbered = spark.sparkContext.textFile(file).zipWithIndex()
+def _malformed_lines(spark: SparkSession, spec: DumpSpec, file: str) -> list[tuple[int, str]]:
+    """Error path only: number the lines of ``file`` (one of ``spec``'s, as
+    ``input_file_name`` names it); the first bad ones. The file is found
+    again through ``spec``'s path, as the JSON reader found it: its name is
+    a URI (escaped), and ``textFile`` would also split it at commas and
+    expand glob characters."""
+    lines = spark.read.text(spec.path).where(F.input_file_name() == file).select("value")
+    numbered = lines.rdd.map(lambda row: row[0]).zipWithIndex()
     found = (
         numbered.map(lambda pair: (pair[1] + 1, malformed_reason(pair[0])))
         .filter(lambda pair: pair[1] is not None)

@@ -43,3 +43,15 @@ def test_bad_options_exit_2_in_one_line(
     assert run_convergence(["--quiet", *option, str(dump)], spark=spark) == EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip()
     assert err and "Traceback" not in err
+
+
+def test_malformed_line_in_a_file_named_with_spaces_and_commas_is_named(
+    spark: Any, dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The error path finds the file again: Spark names it by an escaped URI."""
+    bad = tmp_path / "my dump, 100%.jsonl"
+    bad.write_text(dump.read_text() + '{"cid": 1}\n')
+    line = len(dump.read_text().splitlines()) + 1
+    assert run_convergence(["--quiet", f"a={dump}", f"b={bad}"], spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {bad}:{line}: field cid missing or not a string (relay b)"
