@@ -47,6 +47,7 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
+_GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
 # How the JSON text of a number, object or array begins (``_suspect``).
 _NON_STRING_STARTS = ("-", *"0123456789", "{", "[")
 _READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
@@ -98,6 +99,15 @@ def parse_dump_args(args: list[str]) -> list[DumpSpec]:
     return specs
 
 
+def _spark_path(path: str) -> str:
+    """``path`` as Spark must be given it: a local dump exists as named
+    (``parse_dump_args``), so its glob characters are escaped; a remote
+    path may be a glob on purpose."""
+    if _is_remote(path):
+        return path
+    return "".join(f"\\{c}" if c in _GLOB_CHARS else c for c in path)
+
+
 def _read_raw(spark: SparkSession, spec: DumpSpec) -> DataFrame:
     """One dump through Spark's JSON Lines reader (Jackson over the raw
     bytes: about 2x faster than ``from_json`` over text lines, and each line
@@ -109,7 +119,7 @@ def _read_raw(spark: SparkSession, spec: DumpSpec) -> DataFrame:
         .option("columnNameOfCorruptRecord", "_corrupt")
         .option("allowSingleQuotes", "false")
         .option("allowNonNumericNumbers", "false")
-        .json(spec.path)
+        .json(_spark_path(spec.path))
     )
 
 
@@ -271,7 +281,9 @@ def _malformed_lines(spark: SparkSession, spec: DumpSpec, file: str) -> list[tup
     again through ``spec``'s path, as the JSON reader found it: its name is
     a URI (escaped), and ``textFile`` would also split it at commas and
     expand glob characters."""
-    lines = spark.read.text(spec.path).where(F.input_file_name() == file).select("value")
+    lines = (
+        spark.read.text(_spark_path(spec.path)).where(F.input_file_name() == file).select("value")
+    )
     numbered = lines.rdd.map(lambda row: row[0]).zipWithIndex()
     found = (
         numbered.map(lambda pair: (pair[1] + 1, malformed_reason(pair[0])))

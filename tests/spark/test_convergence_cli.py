@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from spark.convergence import EXIT_BAD_INPUT, run_convergence
+from spark.convergence import EXIT_AGREE, EXIT_BAD_INPUT, run_convergence
 
 from .relays import one_relay_dump
 
@@ -55,3 +55,13 @@ def test_malformed_line_in_a_file_named_with_spaces_and_commas_is_named(
     assert run_convergence(["--quiet", f"a={dump}", f"b={bad}"], spark=spark) == EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip()
     assert err == f"error: {bad}:{line}: field cid missing or not a string (relay b)"
+
+
+def test_a_local_dump_path_is_not_a_glob(spark: Any, dump: Path, tmp_path: Path) -> None:
+    """``b[1].jsonl`` is that file (Spark would read it as a pattern matching
+    ``b1.jsonl``), and ``c*.jsonl`` only that file, not its neighbours."""
+    (tmp_path / "b[1].jsonl").write_bytes(dump.read_bytes())
+    (tmp_path / "c*.jsonl").write_bytes(dump.read_bytes())
+    (tmp_path / "c-other.jsonl").write_text(dump.read_text().splitlines()[0] + "\n")
+    args = [f"a={dump}", f"b={tmp_path / 'b[1].jsonl'}", f"c={tmp_path / 'c*.jsonl'}"]
+    assert run_convergence(["--quiet", *args], spark=spark) == EXIT_AGREE
