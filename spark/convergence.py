@@ -19,7 +19,7 @@ if __package__ in (None, ""):  # run as a script by spark-submit
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -138,7 +138,7 @@ def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
     from pyspark.sql import functions as F
 
     from spark.compare import chain_table, holdings, partial_ops, relay_stats, token_conflicts
-    from spark.dumps import check_entries, parse_dump_args, read_entries
+    from spark.dumps import InputError, check_entries, parse_dump_args, read_entries
     from spark.replay import chain_heads, decode_entries
     from spark.report import Tables, build_report, write_parquet
     from spark.tokens import token_table
@@ -168,7 +168,10 @@ def run_job(spark: SparkSession, args: argparse.Namespace) -> dict[str, object]:
         )
         report = build_report(tables, relays, args.max_listed)
         if args.parquet:
-            write_parquet(tables, args.parquet)
+            try:
+                write_parquet(tables, args.parquet)
+            except Exception as exc:
+                raise InputError(f"--parquet {args.parquet}: {root_cause(exc)}") from exc
         return report
     finally:
         spark.catalog.clearCache()
@@ -181,6 +184,34 @@ def _invalid(
     from spark.verify_ops import now_ms
 
     return invalid_ops(spark, table, held, relays, partitions, now_ms()).cache()
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before the job runs, outputs that cannot be written."""
+    from spark.dumps import InputError
+
+    if args.out:
+        if os.path.isdir(args.out):
+            raise InputError(f"--out {args.out}: is a directory")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+            raise InputError(f"--out {args.out}: its directory does not exist")
+    parquet = (args.parquet or "").removeprefix("file://")
+    if parquet and os.path.exists(parquet) and not os.path.isdir(parquet):
+        raise InputError(f"--parquet {args.parquet}: is not a directory")
+
+
+def root_cause(exc: BaseException) -> str:
+    """The first line of the innermost cause of a (py4j-wrapped) Spark error."""
+    error: Any = getattr(exc, "java_exception", None)
+    if error is None:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    for _ in range(32):  # a cause chain is short; a cycle must not hang us
+        cause = error.getCause()
+        if cause is None:
+            break
+        error = cause
+    message = error.getMessage()
+    return str(message).splitlines()[0] if message else str(error.getClass().getName())
 
 
 def run_convergence(argv: list[str], spark: SparkSession | None = None) -> int:
@@ -198,8 +229,7 @@ def run_parsed(args: argparse.Namespace, spark: SparkSession | None = None) -> i
     from spark.report import summary, write_json
 
     try:
-        if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-            raise InputError(f"--out {args.out}: its directory does not exist")
+        check_outputs(args)
         session = spark or get_session(args.master, args.shuffle_partitions)
         if spark is not None:
             configure(spark, args.shuffle_partitions)
@@ -211,7 +241,11 @@ def run_parsed(args: argparse.Namespace, spark: SparkSession | None = None) -> i
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.out:
-        write_json(report, args.out)
+        try:
+            write_json(report, args.out)
+        except OSError as exc:
+            print(f"error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if not args.quiet:
         print(summary(report))
     ok = report["converged"] and report.get("verified", True)

@@ -65,3 +65,23 @@ def test_a_local_dump_path_is_not_a_glob(spark: Any, dump: Path, tmp_path: Path)
     (tmp_path / "c-other.jsonl").write_text(dump.read_text().splitlines()[0] + "\n")
     args = [f"a={dump}", f"b={tmp_path / 'b[1].jsonl'}", f"c={tmp_path / 'c*.jsonl'}"]
     assert run_convergence(["--quiet", *args], spark=spark) == EXIT_AGREE
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["--out", "."], ["--parquet", "file"], ["--parquet", "file/tables"]],
+    ids=["out-is-a-directory", "parquet-is-a-file", "parquet-under-a-file"],
+)
+def test_unwritable_outputs_exit_2_in_one_line(
+    spark: Any,
+    dump: Path,
+    tmp_path: Path,
+    option: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "file").write_text("not a directory\n")
+    flag, path = option
+    args = ["--quiet", flag, str(tmp_path / path), str(dump)]
+    assert run_convergence(args, spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {flag} {tmp_path / path}")
