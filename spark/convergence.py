@@ -126,7 +126,7 @@ def get_session(
 def configure(spark: SparkSession, shuffle_partitions: int) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    # Malformed base64 or timestamps become nulls rather than failing the job.
+    # Malformed timestamps become nulls rather than failing the job.
     spark.conf.set("spark.sql.ansi.enabled", "false")
     # Per-CID aggregations collect a few variants per key: keep them in the
     # hash map instead of sorting after 128 keys (about 2.5x faster here).
