@@ -259,6 +259,8 @@ def malformed_reason(line: str) -> str | None:
         entry = json.loads(line, parse_constant=_no_constant)
     except ValueError:
         return "not valid JSON"
+    except RecursionError:  # json's decoder recurses once per nesting level
+        return "JSON nested too deeply"
     if not isinstance(entry, dict):
         return "not a JSON object"
     for name in ("cid", "jwsToken", "kind", "chainId"):

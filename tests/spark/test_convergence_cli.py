@@ -85,3 +85,15 @@ def test_unwritable_outputs_exit_2_in_one_line(
     assert run_convergence(args, spark=spark) == EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"error: {flag} {tmp_path / path}")
+
+
+def test_deeply_nested_line_exits_2_naming_it(
+    spark: Any, dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's JSON decoder recurses per level: the line checker must not."""
+    bad = tmp_path / "deep.jsonl"
+    bad.write_text(dump.read_text() + "[" * 5000 + "]" * 5000 + "\n")
+    line = len(dump.read_text().splitlines()) + 1
+    assert run_convergence(["--quiet", f"a={dump}", f"b={bad}"], spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {bad}:{line}: JSON nested too deeply (relay b)"
