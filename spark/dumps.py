@@ -47,6 +47,7 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
+_HIDDEN = ("_", ".")  # names Spark does not read in a directory
 _GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
 # How the JSON text of a number, object or array begins (``_suspect``).
 _NON_STRING_STARTS = ("-", *"0123456789", "{", "[")
@@ -78,6 +79,26 @@ def _is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+def _check_local(relay: str, path: str) -> None:
+    """A local dump exists; a directory holds its files directly. Spark
+    reads no plain subdirectory (a relay dumped one level down would read as
+    an empty log) and takes ``name=value`` subdirectories for partitions,
+    whose value then replaces every entry's field of that name."""
+    if not os.path.exists(path):
+        raise InputError(f"dump {path!r} of relay {relay!r} does not exist")
+    if not os.path.isdir(path):
+        return
+    shown = [e for e in os.scandir(path) if not e.name.startswith(_HIDDEN)]
+    nested = sorted(e.name for e in shown if e.is_dir())
+    if nested:
+        raise InputError(
+            f"dump directory {path!r} of relay {relay!r} holds directories"
+            f" ({', '.join(nested[:3])}): its dump files must be directly in it"
+        )
+    if not shown:
+        raise InputError(f"dump directory {path!r} of relay {relay!r} holds no dump files")
+
+
 def parse_dump_args(args: list[str]) -> list[DumpSpec]:
     """``name=path`` or ``path`` (named by the file name without suffixes)."""
     specs: list[DumpSpec] = []
@@ -87,8 +108,8 @@ def parse_dump_args(args: list[str]) -> list[DumpSpec]:
             name, path = _default_name(arg), arg
         if not name or not path:
             raise InputError(f"bad dump argument {arg!r} (expected name=path or path)")
-        if not _is_remote(path) and not os.path.exists(path.removeprefix("file://")):
-            raise InputError(f"dump {path!r} of relay {name!r} does not exist")
+        if not _is_remote(path):
+            _check_local(name, path.removeprefix("file://"))
         specs.append(DumpSpec(name, path))
     names = [s.relay for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})

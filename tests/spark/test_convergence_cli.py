@@ -97,3 +97,30 @@ def test_deeply_nested_line_exits_2_naming_it(
     assert run_convergence(["--quiet", f"a={dump}", f"b={bad}"], spark=spark) == EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip()
     assert err == f"error: {bad}:{line}: JSON nested too deeply (relay b)"
+
+
+@pytest.mark.parametrize("subdir", ["2026-11", "kind=beacon"], ids=["plain", "partition-style"])
+def test_a_dump_directory_holding_directories_exits_2(
+    spark: Any, dump: Path, tmp_path: Path, subdir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Spark reads no plain subdirectory (both relays would read as empty
+    logs, "converged") and takes ``kind=beacon`` for a partition whose value
+    replaces every entry's kind."""
+    dirs = []
+    for name in ("a", "b"):
+        nested = tmp_path / name / subdir
+        nested.mkdir(parents=True)
+        (nested / "part.jsonl").write_bytes(dump.read_bytes())
+        dirs.append(f"{name}={tmp_path / name}")
+    assert run_convergence(["--quiet", *dirs], spark=spark) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"holds directories ({subdir})" in err
+
+
+def test_an_empty_dump_directory_exits_2(
+    spark: Any, dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "b").mkdir()
+    args = ["--quiet", f"a={dump}", f"b={tmp_path / 'b'}"]
+    assert run_convergence(args, spark=spark) == EXIT_BAD_INPUT
+    assert "holds no dump files" in capsys.readouterr().err
