@@ -1,10 +1,10 @@
 """Read global-log dumps (the JSON Lines of ``dfos-relay dump-log``).
 
-Role: turn ``DUMP`` arguments (``name=path`` or ``path``; a file or a
+Role: read the dumps of ``DUMP`` arguments (``spark.dumpargs``; a file or a
 directory, gzip read directly) into one DataFrame of
-``relay, cid, jwsToken, kind, chainId``. Invariants: relay names are unique;
-every non-blank line is a JSON object with the four string fields and a known
-kind, otherwise ``InputError`` names the file and line. Line numbers are only
+``relay, cid, jwsToken, kind, chainId``. Invariant: every non-blank line is
+a JSON object with the four string fields and a known kind, otherwise
+``InputError`` names the file and line. Line numbers are only
 computed on that error path, so the hot path stays in Spark's JSON reader;
 since that reader turns a number or object into the string of its JSON text,
 a field that reads like one sends its file down the error path, where
@@ -19,8 +19,6 @@ Not checked here: tokens are not decoded (``replay``) nor verified (``verify``).
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 from urllib.parse import unquote
@@ -28,6 +26,8 @@ from urllib.parse import unquote
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
+
+from spark.dumpargs import DumpSpec, InputError, is_remote, parse_dump_args
 
 __all__ = [
     "KINDS",
@@ -45,86 +45,18 @@ ENTRY_SCHEMA = StructType(
     [StructField(name, StringType()) for name in ("cid", "jwsToken", "kind", "chainId")]
 )
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
-_SUFFIXES = (".gz", ".jsonl", ".ndjson", ".json", ".log")
 _MAX_REPORTED_LINES = 5
-_HIDDEN = ("_", ".")  # names Spark does not read in a directory
 _GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
 # How the JSON text of a number, object or array begins (``_suspect``).
 _NON_STRING_STARTS = ("-", *"0123456789", "{", "[")
 _READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
 
 
-class InputError(Exception):
-    """Bad input: a missing dump, a duplicate relay name or a malformed line."""
-
-
-@dataclass(frozen=True, slots=True)
-class DumpSpec:
-    relay: str
-    path: str
-
-
-def _default_name(path: str) -> str:
-    name = os.path.basename(path.rstrip("/"))
-    changed = True
-    while changed:
-        changed = False
-        for suffix in _SUFFIXES:
-            if name.endswith(suffix) and len(name) > len(suffix):
-                name, changed = name[: -len(suffix)], True
-    return name
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
-
-
-def _check_local(relay: str, path: str) -> None:
-    """A local dump exists; a directory holds its files directly. Spark
-    reads no plain subdirectory (a relay dumped one level down would read as
-    an empty log) and takes ``name=value`` subdirectories for partitions,
-    whose value then replaces every entry's field of that name."""
-    if not os.path.exists(path):
-        raise InputError(f"dump {path!r} of relay {relay!r} does not exist")
-    if not os.path.isdir(path):
-        return
-    shown = [e for e in os.scandir(path) if not e.name.startswith(_HIDDEN)]
-    nested = sorted(e.name for e in shown if e.is_dir())
-    if nested:
-        raise InputError(
-            f"dump directory {path!r} of relay {relay!r} holds directories"
-            f" ({', '.join(nested[:3])}): its dump files must be directly in it"
-        )
-    if not shown:
-        raise InputError(f"dump directory {path!r} of relay {relay!r} holds no dump files")
-
-
-def parse_dump_args(args: list[str]) -> list[DumpSpec]:
-    """``name=path`` or ``path`` (named by the file name without suffixes)."""
-    specs: list[DumpSpec] = []
-    for arg in args:
-        name, sep, path = arg.partition("=")
-        if not sep or "/" in name:
-            name, path = _default_name(arg), arg
-        if not name or not path:
-            raise InputError(f"bad dump argument {arg!r} (expected name=path or path)")
-        if not _is_remote(path):
-            _check_local(name, path.removeprefix("file://"))
-        specs.append(DumpSpec(name, path))
-    names = [s.relay for s in specs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise InputError(f"relay names must be unique: {', '.join(duplicates)} given twice")
-    if not specs:
-        raise InputError("no dumps given")
-    return specs
-
-
 def _spark_path(path: str) -> str:
     """``path`` as Spark must be given it: a local dump exists as named
     (``parse_dump_args``), so its glob characters are escaped; a remote
     path may be a glob on purpose."""
-    if _is_remote(path):
+    if is_remote(path):
         return path
     return "".join(f"\\{c}" if c in _GLOB_CHARS else c for c in path)
 
