@@ -47,8 +47,10 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _MAX_REPORTED_LINES = 5
 _GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
-# How the JSON text of a number, object or array begins (``_suspect``).
-_NON_STRING_STARTS = ("-", *"0123456789", "{", "[")
+# The JSON text of a number, as the reader keeps it (``_suspect``); content
+# chain ids may start with a digit, so a first character is not enough.
+_NUMBER = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
+_NUMBER_STARTS = ("-", *"0123456789")
 _READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
 
 
@@ -88,13 +90,17 @@ def _well_formed() -> Column:
 def _suspect() -> Column:
     """A field that may not have been a JSON string: the reader gives a
     string field the JSON text of any other value (``12``, ``true``,
-    ``{...}``), and such text starts like this. A real string may too, so
-    a suspect line is judged by ``malformed_reason`` (``check_entries``)."""
-    fields = [F.col(name) for name in ("cid", "jwsToken", "chainId")]
-    starts = [
-        F.substring(c, 1, 1).isin(*_NON_STRING_STARTS) | c.isin("true", "false") for c in fields
-    ]
-    return reduce(Column.__or__, starts)
+    ``{...}``): a number's whole text, or an object's or array's start. A
+    real string may read so too (``"12"``), so a suspect line is judged by
+    ``malformed_reason`` (``check_entries``); real CIDs, tokens and chain
+    ids never do."""
+
+    def suspect(c: Column) -> Column:
+        first = F.substring(c, 1, 1)
+        number = first.isin(*_NUMBER_STARTS) & c.rlike(_NUMBER)  # the regex only when needed
+        return number | first.isin("{", "[") | c.isin("true", "false")
+
+    return reduce(Column.__or__, [suspect(F.col(n)) for n in ("cid", "jwsToken", "chainId")])
 
 
 def _read_one(spark: SparkSession, spec: DumpSpec, index: int) -> DataFrame:
