@@ -33,7 +33,11 @@ def check_fields(obj: dict[str, object], allowed: frozenset[str], where: str | N
     an extra field makes another op than any v0.7.1 relay accepts."""
     for field in obj:
         if field not in allowed:
-            raise MalformedError(f"unknown field {_name(where, field)}")
+            # the name is the sender's text, echoed into a message that is
+            # answered, logged and stored: NUL and other control characters
+            # are shown escaped (no Postgres text holds NUL)
+            shown = field if field.isprintable() else repr(field)
+            raise MalformedError(f"unknown field {_name(where, shown)}")
 
 
 def check_version(payload: dict[str, object]) -> None:

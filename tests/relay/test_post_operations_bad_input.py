@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from relay import RelayConfig, create_relay
 from relay.config import MAX_OPERATIONS_PER_REQUEST
+from relay.protocol import sign_operation
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
 from tests.support.relay_api import PAST_MS, post, statuses
@@ -191,3 +192,32 @@ async def test_no_input_yields_a_500(client: httpx.AsyncClient, body: bytes) -> 
     response = await client.post("/operations", content=body)
     assert response.status_code in (200, 400, 413), response.text
     assert isinstance(response.json(), dict)
+
+
+@pytest.mark.parametrize("field", ["x\x00", "a\x00b"], ids=["trailing", "inside"])
+async def test_a_field_name_holding_nul_is_malformed_on_its_own_line(
+    client: httpx.AsyncClient, field: str
+) -> None:
+    """An unknown field is named in the rejection, which the store keeps: a
+    name holding NUL (no Postgres text holds one) was a 500 for the batch."""
+    b = WorkloadBuilder(seed=14, start_ms=PAST_MS)
+    alice = b.identity()
+    b.artifact(alice)
+    genesis, artifact = b.tokens
+    typ, payload, kid = _signed_parts(artifact)
+    spoilt = sign_operation(typ, {**payload, field: 1}, alice.keypair, kid).token
+    results = await post(client, [genesis, spoilt, artifact])
+    assert statuses(results) == ["new", "rejected", "new"]
+    assert results[1]["reason"] == "malformed"
+    assert "\x00" not in results[1]["error"]
+    # the same token sent again is answered from the stored rejection
+    again = await post(client, [spoilt])
+    assert statuses(again) == ["rejected"]
+
+
+def _signed_parts(token: str) -> tuple[str, dict[str, object], str]:
+    """The ``typ``, payload and ``kid`` of a signed token, to sign a variant."""
+    head, payload, _ = token.split(".")
+    header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return header["typ"], body, header["kid"]
