@@ -11,8 +11,15 @@ FEED_COLS = "pos, cid, token, kind, chain_id, author_did, created_at_ms, parent_
 CHAIN_COLS = "chain_id, kind, genesis_cid, head_cid, head_created_at_ms, state"
 CHAIN_KINDS_SQL = "kind IN ('identity-op', 'content-op')"
 STANDALONE_KINDS_SQL = "kind IN ('beacon', 'artifact', 'countersign')"
-# creator DIDs of the content chains in CTE ``ch`` (an array: index scans)
-_CREATORS = "ARRAY(SELECT CAST(state AS json) ->> 'creator_did' FROM ch WHERE kind = 'content')"
+# creator DIDs of the content chains in CTE ``ch`` (an array: index scans).
+# A state may hold the escape \u0000 (a documentCID is any string), which
+# Postgres refuses to read as text out of any field of the object: it is made
+# \u0001 first, changing one digit, so the JSON stays valid (an escaped
+# backslash before "u0000" too). No DID holds NUL: the creator reads the same.
+_CREATORS = (
+    "ARRAY(SELECT CAST(replace(state, '\\u0000', '\\u0001') AS json) ->> 'creator_did' "
+    "FROM ch WHERE kind = 'content')"
+)
 
 
 # The log's head seq: the highest position given to an op, the purged ones

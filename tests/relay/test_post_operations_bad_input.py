@@ -19,7 +19,7 @@ from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import sign_operation
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
-from tests.support.relay_api import PAST_MS, post, statuses
+from tests.support.relay_api import PAST_MS, get_json, post, statuses
 
 
 def _assert_json_error(response: httpx.Response, status: int) -> None:
@@ -213,6 +213,28 @@ async def test_a_field_name_holding_nul_is_malformed_on_its_own_line(
     # the same token sent again is answered from the stored rejection
     again = await post(client, [spoilt])
     assert statuses(again) == ["rejected"]
+
+
+async def test_a_chain_whose_document_cid_holds_nul_takes_more_ops(
+    client: httpx.AsyncClient,
+) -> None:
+    """``documentCID`` is any string of at most 256 characters (PROTOCOL.md
+    "Operation Field Limits"), NUL included; the chain state holding it must
+    not fail the reads of the batches that touch the chain after it."""
+    b = WorkloadBuilder(seed=15, start_ms=PAST_MS)
+    alice = b.identity()
+    chain = b.content_create(alice)
+    b.content_update(chain)
+    genesis, create, update = b.tokens
+    typ, payload, kid = _signed_parts(update)
+    nul = sign_operation(typ, {**payload, "documentCID": "a\x00b"}, alice.keypair, kid)
+    assert statuses(await post(client, [genesis, create, nul.token])) == ["new"] * 3
+    b.tokens.clear()
+    chain.head_cid = nul.cid
+    after = b.content_update(chain)
+    assert statuses(await post(client, b.tokens)) == ["new"]
+    state = await get_json(client, f"/content/{chain.content_id}")
+    assert state["headCID"] == after
 
 
 def _signed_parts(token: str) -> tuple[str, dict[str, object], str]:
