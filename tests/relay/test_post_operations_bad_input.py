@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,8 +19,9 @@ from hypothesis import strategies as st
 from relay import RelayConfig, create_relay
 from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import sign_operation
-from relay.testing.workload import WorkloadBuilder
+from relay.testing.workload import WorkloadBuilder, mixed_workload
 from stores.base import RelayStore
+from tests.support.backends import make_store, selected_backends
 from tests.support.relay_api import PAST_MS, get_json, post, statuses
 
 
@@ -243,3 +246,44 @@ def _signed_parts(token: str) -> tuple[str, dict[str, object], str]:
     header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
     body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     return header["typ"], body, header["kid"]
+
+
+@pytest.mark.parametrize("backend", selected_backends())
+async def test_a_deeply_nested_token_has_one_verdict_alone_and_in_a_batch(
+    backend: str, tmp_path: Path
+) -> None:
+    """A batch of 64 ops or more is prechecked on worker threads, whose stacks
+    are shallower than the event loop's: a payload nested past the limit was
+    accepted there and malformed alone (a permanent rejection), so relays
+    disagreed on it by how it reached them."""
+    b = WorkloadBuilder(seed=16, start_ms=PAST_MS)
+    alice = b.identity()
+    b.artifact(alice)
+    genesis, artifact = b.tokens
+    typ, payload, kid = _signed_parts(artifact)
+    content = {**payload["content"], "x": _nested(980)}  # type: ignore[dict-item]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(5000)  # only to sign it (its CID)
+    try:
+        deep = sign_operation(typ, {**payload, "content": content}, alice.keypair, kid).token
+    finally:
+        sys.setrecursionlimit(limit)
+    verdicts = []
+    for i, batch in enumerate([[genesis, deep], [genesis, deep, *mixed_workload(70, seed=16)]]):
+        (tmp_path / str(i)).mkdir()
+        async with make_store(backend, tmp_path / str(i)) as store:
+            relay = create_relay(store)
+            async with relay.running():
+                transport = httpx.ASGITransport(app=relay.app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+                    results = await post(client, batch)
+        assert statuses(results[:1] + results[2:]) == ["new"] * (len(batch) - 1)
+        verdicts.append((results[1]["status"], results[1].get("reason")))
+    assert verdicts == [("rejected", "malformed")] * 2
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
