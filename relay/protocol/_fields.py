@@ -57,6 +57,15 @@ def check_type(payload: dict[str, object], allowed: tuple[_T, ...]) -> _T:
     raise MalformedError(f"type must be {expected}")
 
 
+def js_length(text: str) -> int:
+    """``text``'s length as JavaScript counts it, and so the reference's Zod
+    schemas whose limits PROTOCOL.md states: in UTF-16 code units, so a
+    character beyond U+FFFF (an emoji) counts two."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def required_str(
     obj: dict[str, object],
     field: str,
@@ -65,11 +74,11 @@ def required_str(
     where: str | None = None,
     allow_empty: bool = False,
 ) -> str:
-    """A present, string-valued field of at most ``max_len`` characters."""
+    """A present, string-valued field of at most ``max_len`` characters (``js_length``)."""
     value = obj.get(field)
     if not isinstance(value, str):
         raise MalformedError(f"{_name(where, field)} must be a string")
-    if len(value) > max_len:
+    if js_length(value) > max_len:
         raise MalformedError(f"{_name(where, field)} exceeds {max_len} characters")
     if not value and not allow_empty:
         raise MalformedError(f"{_name(where, field)} must not be empty")
@@ -85,7 +94,7 @@ def nullable_str(obj: dict[str, object], field: str, max_len: int) -> str | None
         return None
     if not isinstance(value, str):
         raise MalformedError(f"{field} must be a string or null")
-    if len(value) > max_len:
+    if js_length(value) > max_len:
         raise MalformedError(f"{field} exceeds {max_len} characters")
     return value
 

@@ -58,6 +58,13 @@ ACCEPTED: dict[str, ParseCase] = {
     "note-256": (parse_content_operation, content_update(note="n" * 256)),
     "document-null": (parse_content_operation, content_update(documentCID=None)),
     "authorization-absent": (parse_content_operation, content_update()),
+    # limits count UTF-16 code units, as JavaScript's length (the reference's Zod)
+    "note-128-astral": (parse_content_operation, content_update(note="\U0001f600" * 128)),
+    "note-255-and-an-accent": (parse_content_operation, content_update(note="e" * 255 + "\u00e9")),
+    "key-id-32-astral": (
+        parse_identity_operation,
+        identity_create(authKeys=[_key("\U0001f600" * 32)]),
+    ),
 }
 
 REJECTED: dict[str, tuple[ParseCase, str]] = {
@@ -116,6 +123,18 @@ REJECTED: dict[str, tuple[ParseCase, str]] = {
         "256",
     ),
     "note-257": ((parse_content_operation, content_update(note="n" * 257)), "256"),
+    "note-129-astral": (
+        (parse_content_operation, content_update(note="\U0001f600" * 129)),
+        "256",
+    ),
+    "document-255-and-an-astral": (
+        (parse_content_operation, content_update(documentCID="c" * 255 + "\U0001f600")),
+        "256",
+    ),
+    "key-id-33-astral": (
+        (parse_identity_operation, identity_create(authKeys=[_key("\U0001f600" * 33)])),
+        "64 characters",
+    ),
     "note-missing": (
         (parse_content_operation, {k: v for k, v in content_update().items() if k != "note"}),
         "note is required",
