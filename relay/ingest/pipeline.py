@@ -452,11 +452,26 @@ class _Sequencing:
             if sub.cid in self._woken and self._holder(sub.cid) == sub.token:
                 self._promote.add(sub.cid)
             return
+        if self._kept_through(index, sub, rejected):
+            self._event(sub, rejected.reason, rejected.message)
+            return
         self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
         if rejected.reason.is_permanent:
             text = recorded_text(rejected.reason, rejected.message)
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, text))
+
+    def _kept_through(self, index: int | None, sub: Submitted, rejected: Rejected) -> bool:
+        """A buffered op (no request line of its own) that the write policy
+        failed on stays buffered as it is: its sender was answered waiting
+        and will not send it again, and a failed call says nothing about the
+        op. The next attempt (a restart's drain, or the op sent again) decides."""
+        return (
+            index is None
+            and rejected.reason is RejectReason.POLICY_ERROR
+            and self._holder(sub.cid) == sub.token
+            and self.view.buffered_token(sub.cid) == sub.token
+        )
 
     def _full(self, index: int, sub: Submitted, why: str) -> None:
         """``sub`` is answered ``buffer-full``, and is not kept."""
