@@ -462,13 +462,13 @@ class _Sequencing:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, text))
 
     def _kept_through(self, index: int | None, sub: Submitted, rejected: Rejected) -> bool:
-        """A buffered op (no request line of its own) that the write policy
-        failed on stays buffered as it is: its sender was answered waiting
-        and will not send it again, and a failed call says nothing about the
-        op. The next attempt (a restart's drain, or the op sent again) decides."""
+        """An op buffered before this session that the write policy failed
+        on stays buffered as it is: its first sender was answered waiting and
+        will not send it again (a line sending it again gets this attempt's
+        answer), and a failed call says nothing about the op. The next
+        attempt (a restart's drain, or the op sent again) decides."""
         return (
-            index is None
-            and rejected.reason is RejectReason.POLICY_ERROR
+            rejected.reason is RejectReason.POLICY_ERROR
             and self._holder(sub.cid) == sub.token
             and self.view.buffered_token(sub.cid) == sub.token
         )

@@ -34,6 +34,12 @@ async def test_a_woken_op_the_policy_fails_on_stays_buffered(store: RelayStore) 
         assert await relay.store.get_operation(waiting_cid) is None
         buffered = {p.cid for p in await relay.store.get_unsequenced(10, None)}
         assert waiting_cid in buffered, "an op answered waiting was dropped"
+        # sent again (a peer's replay, say) while the policy still fails: that
+        # line is refused, the op stays buffered for its first sender
+        resent = (await relay.ingest([update2]))[0]
+        assert resent.reason is RejectReason.POLICY_ERROR
+        buffered = {p.cid for p in await relay.store.get_unsequenced(10, None)}
+        assert waiting_cid in buffered, "an op answered waiting was dropped when sent again"
         report = await audit_store(relay.store)
         assert report.clean, [f.line() for f in report.findings]
 
