@@ -110,6 +110,16 @@ def _worker(config: Config, sockets: Sockets, shutdown: Any, failures: Any, inde
         sys.exit(WORKER_START_FAILED)
 
 
+def _exit_text(code: int | None) -> str:
+    """How a process ended: a signal by name (``multiprocessing`` gives -N)."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
 def _serve_workers(config: Config, sockets: Sockets) -> None:
     ctx = multiprocessing.get_context("spawn")
     shutdown = ctx.Event()
@@ -145,8 +155,11 @@ def _serve_workers(config: Config, sockets: Sockets) -> None:
                     shutdown.set()  # one worker down: stop the others, fail
         if failed is not None:
             reason = failures.get() if not failures.empty() else None
-            detail = reason[1] if reason else f"exit status {failed.exitcode}"
-            raise ServeError(f"a worker could not start: {detail}")
+            if reason is not None:
+                raise ServeError(f"a worker could not start: {reason[1]}")
+            # no start-up failure reported: it was serving, then died
+            index = processes.index(failed)
+            raise ServeError(f"worker {index} stopped: {_exit_text(failed.exitcode)}")
     finally:
         for process in processes:
             if process.is_alive():

@@ -5,6 +5,9 @@ environment alone, and start-up failures as one line and a non-zero status
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -115,6 +118,33 @@ def test_a_worker_that_cannot_start_fails_the_command(workers: str) -> None:
     line = _serve_fails("--store", unreachable, "--workers", workers, "--port", str(free_port()))
     assert line.startswith("dfos-relay serve: error: ")
     assert "cannot reach Postgres at 127.0.0.1:1" in line
+
+
+def test_a_worker_that_dies_while_serving_is_named_as_such(tmp_path: Path) -> None:
+    port = free_port()
+    serve = subprocess.Popen(
+        [DFOS_RELAY, "serve", "--workers", "2", "--port", str(port),
+         "--store", f"sqlite:///{tmp_path}/w.db", "--log-level", "warning"],
+        env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        _wait_until_up(f"http://127.0.0.1:{port}", serve)
+        children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        workers = [pid for pid in children if "spawn_main" in _cmdline(pid)]
+        assert len(workers) == 2, children
+        os.kill(int(workers[0]), signal.SIGKILL)
+        _, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    assert serve.returncode == 1 and "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert re.fullmatch(r"dfos-relay serve: error: worker [01] stopped: killed by SIGKILL", line)
+
+
+def _cmdline(pid: str) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
 def test_a_port_in_use_is_one_line_naming_the_address(tmp_path: Path) -> None:
