@@ -35,7 +35,7 @@ from relay.admin.audit import audit
 from relay.admin.auth import token_signer
 from relay.admin.service import Admin, AdminError, BanListing, BanOutcome
 from relay.peering.api import PeerState
-from relay.protocol.untrusted import json_value
+from relay.protocol.untrusted import is_text, json_value
 
 from .content import identity_state
 from .context import relay_of
@@ -111,17 +111,9 @@ def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> 
         raise ApiError(400, f"{name} must be a {kind.__name__}")
     if isinstance(value, str) and "\x00" in value:  # Postgres text cannot hold it
         raise ApiError(400, f"{name} must not contain NUL")
-    if isinstance(value, str) and not _is_text(value):  # JSON's "\ud800": no store, no answer
+    if isinstance(value, str) and not is_text(value):  # JSON's "\ud800": no store, no answer
         raise ApiError(400, f"{name} must be Unicode text (it holds a lone surrogate)")
     return value
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # -- wire shapes -----------------------------------------------------------------

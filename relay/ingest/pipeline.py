@@ -452,7 +452,7 @@ class _Sequencing:
             if sub.cid in self._woken and self._holder(sub.cid) == sub.token:
                 self._promote.add(sub.cid)
             return
-        if self._kept_through(index, sub, rejected):
+        if self._kept_through(sub, rejected):
             self._event(sub, rejected.reason, rejected.message)
             return
         self._leave_buffer(index, sub)
@@ -461,7 +461,7 @@ class _Sequencing:
             text = recorded_text(rejected.reason, rejected.message)
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, text))
 
-    def _kept_through(self, index: int | None, sub: Submitted, rejected: Rejected) -> bool:
+    def _kept_through(self, sub: Submitted, rejected: Rejected) -> bool:
         """An op buffered before this session that the write policy failed
         on stays buffered as it is: its first sender was answered waiting and
         will not send it again (a line sending it again gets this attempt's

@@ -25,6 +25,7 @@ from .encoding import b64url_decode, b64url_encode
 from .errors import MalformedError, SignatureError
 from .keys import verify_signature
 from .records import quick_init
+from .untrusted import is_text
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -123,9 +124,7 @@ def _is_text(value: object) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
+            if not is_text(item):
                 return False
         elif isinstance(item, dict):
             stack.extend(item.keys())

@@ -6,6 +6,8 @@ the surprises of Python's permissive parsers.
   line is ASCII digits only. And ``int`` raises ``ValueError`` for a
   numeral of more than 4300 digits (``sys.get_int_max_str_digits``), so a
   numeral that long (leading zeros aside) is not a number we read either.
+- ``is_text``: JSON's ``"\\ud800"`` escape decodes to a lone surrogate, a
+  ``str`` that no UTF-8 encoder takes (so no store, answer or CID either).
 - ``json_value``: ``json.loads`` raises ``RecursionError``, not ``ValueError``,
   for arrays nested deeper than its recursion limit; here anything that is
   not JSON is a ``ValueError`` (``UnicodeDecodeError`` is one already).
@@ -29,6 +31,15 @@ def ascii_decimal(text: str) -> int | None:
     if len(significant) > MAX_NUMERAL_DIGITS:
         return None
     return int(significant)
+
+
+def is_text(text: str) -> bool:
+    """``text`` is Unicode text: it holds no lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def json_value(data: str | bytes) -> object:
