@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
@@ -37,6 +38,7 @@ from typing import Any
 import aiosqlite
 
 from stores.base import IdentityKeyRecord, StoreError
+from stores.epoch import new_epoch
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.sql import rows as R
 from stores.sql.audit import SqlAuditSnapshot
@@ -48,7 +50,10 @@ from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
 from stores.sql.store import SqlStore
 from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
 from stores.sqlite_lease import FileLease, lease_path
+from stores.sqlite_open_mark import OpenMark
 from stores.sqlite_session import BUSY_TIMEOUT_MS, SqliteSession
+
+log = logging.getLogger("dfos_relay")
 
 READERS = 2
 CACHE_KIB = 64 * 1024
@@ -202,6 +207,7 @@ class SqliteStore(SqlStore):
         self._checkpointer: Checkpointer | None = None
         self._inline: sqlite3.Connection | None = None
         self._leases = HandedOut()
+        self._mark: OpenMark | None = None
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -215,6 +221,7 @@ class SqliteStore(SqlStore):
                 raise StoreError(f"SQLite file {self.path}: cannot enable WAL mode ({mode})")
             await self._writer.execute(WRITER_PRAGMA)
             await self._migrate(self._writer)
+            await self._take_open_mark()
             self._checkpoints = await self._connect()
             # copies WAL frames to the file: no use for a large page cache
             await self._checkpoints.execute(CHECKPOINTER_CACHE_PRAGMA)
@@ -227,6 +234,24 @@ class SqliteStore(SqlStore):
         except BaseException:
             await self.close()
             raise
+
+    async def _take_open_mark(self) -> None:
+        """A store that was open when the machine went down may have lost its
+        last commits (``synchronous=NORMAL``), whose seqs will be given again:
+        the changes feed starts a new epoch, so that its consumers are told."""
+        self._mark = OpenMark(self.path)
+        if await asyncio.to_thread(self._mark.take):
+            assert self._writer is not None
+            if await self._writer.fetch(self._q.get_epoch):
+                epoch = new_epoch()
+                await self._writer.execute(self._q.set_epoch, (epoch,))
+                log.warning(
+                    "SQLite file %s was open when the machine went down: its last commits "
+                    "may be lost, so the changes feed starts epoch %s",
+                    self.path,
+                    epoch,
+                )
+        await asyncio.to_thread(self._mark.record_open)
 
     async def _connect(self, shared: bool = False) -> _SqliteConn:
         """``shared``: the writer, on which a sequencing session also reads from
@@ -277,16 +302,21 @@ class SqliteStore(SqlStore):
 
     async def close(self) -> None:
         await self._leases.release_all()
+        mark, self._mark = self._mark, None
         if self._checkpointer is not None:
             await self._checkpointer.close()
         conns = [c for c in (self._writer, self._checkpoints, *self._readers) if c is not None]
         self._writer, self._readers, self._checkpoints = None, [], None
         self._checkpointer = None
         inline, self._inline = self._inline, None
-        if inline is not None:
-            inline.close()
-        for conn in conns:
-            await conn.db.close()
+        try:
+            if inline is not None:
+                inline.close()
+            for conn in conns:
+                await conn.db.close()
+        finally:
+            if mark is not None:  # after the connections: the last one checkpoints
+                await asyncio.to_thread(mark.release)
 
     async def ping(self) -> None:
         async with self._reading() as conn:
