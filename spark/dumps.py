@@ -46,6 +46,7 @@ ENTRY_SCHEMA = StructType(
 )
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _MAX_REPORTED_LINES = 5
+_MAX_SHOWN = 64  # characters of an offending value in an error line
 _GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
 # The JSON text of a number, as the reader keeps it (``_suspect``); content
 # chain ids may start with a digit, so a first character is not enough.
@@ -226,8 +227,15 @@ def malformed_reason(line: str) -> str | None:
         if not isinstance(entry.get(name), str):
             return f"field {name} missing or not a string"
     if entry["kind"] not in KINDS:
-        return f"unknown kind {entry['kind']!r}"
+        return f"unknown kind {_clipped(entry['kind'])}"
     return None
+
+
+def _clipped(value: str) -> str:
+    """``value`` quoted for an error line, cut to a length a terminal shows
+    (a dump line may be as long as the reader takes)."""
+    shown = repr(value)
+    return shown if len(shown) <= _MAX_SHOWN else f"{shown[: _MAX_SHOWN - 4]}...{shown[-1]}"
 
 
 def _shown(file: str) -> str:
