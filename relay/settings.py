@@ -652,7 +652,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "admin_dids", "--admin-did", "ADMIN_DIDS", "list", _dids,
-        "operator DID allowed to call /admin/ with a DID auth token, repeatable", "DID",
+        "operator DID allowed to call /admin/ with an admin token (a DID auth token with "
+        "aud <relay DID>#admin), repeatable",
+        "DID",
     ),
     Option(
         "admin_token_max_lifetime_s", "--admin-token-max-lifetime", "ADMIN_TOKEN_MAX_LIFETIME",

@@ -1,7 +1,8 @@
 """Administration by DID (``/admin/`` routes; issue 16).
 
-Role: who may administer (``auth``: a DID auth token of a listed operator,
-verified against that identity's current keys on this relay), what they
+Role: who may administer (``auth``: a DID auth token of a listed operator
+with the admin audience ``<relay DID>#admin``, which the content plane
+refuses, verified against that identity's current keys on this relay), what they
 may do (``service``: ban and unban with an optional purge, drop buffered
 ops, peers, sync, log level, the replication ledger), and the record of it
 (``audit``: one structured line per action, refusals included).
@@ -18,7 +19,14 @@ most ``BAN_REFRESH_S`` apart): the gate's answer for a signer a session
 did not read.
 """
 
-from .auth import AdminCaller, AdminRefused, authenticate_admin
+from .auth import AdminCaller, AdminRefused, admin_audience, authenticate_admin
 from .bans import BAN_REFRESH_S, BanList
 
-__all__ = ["BAN_REFRESH_S", "AdminCaller", "AdminRefused", "BanList", "authenticate_admin"]
+__all__ = [
+    "BAN_REFRESH_S",
+    "AdminCaller",
+    "AdminRefused",
+    "BanList",
+    "admin_audience",
+    "authenticate_admin",
+]

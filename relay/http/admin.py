@@ -1,7 +1,8 @@
 """Administration routes under ``/admin/`` (additive; README "Administration").
 
-Every route needs ``Authorization: Bearer <DID auth token>`` of an operator
-(``relay.admin.auth``): 501 when no operator is configured, 401 for a bad
+Every route needs ``Authorization: Bearer <admin token>`` of an operator, a
+DID auth token with ``aud`` = ``<relay DID>#admin`` (``relay.admin.auth``;
+a content-plane token is refused): 501 when no operator is configured, 401 for a bad
 token, 403 for a DID that is not an operator. Bodies are JSON objects; a
 malformed one is 400. Answers are camelCase JSON, shaped here; the actions
 and their audit lines are ``relay.admin.service``.
@@ -51,7 +52,7 @@ async def admin_caller(request: Request) -> AdminCaller:
     relay = relay_of(request)
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise AdminRefused(401, "a Bearer DID auth token is required")
+        raise AdminRefused(401, "a Bearer admin token is required")
     token = token.strip()
     identity = await identity_state(relay.store, token_signer(token))
     return authenticate_admin(

@@ -1,7 +1,8 @@
 """Fixtures for administration and the write gate: a started relay whose
 operator is a real identity held on it, served in-process (ASGI) or by
 hypercorn on loopback, over every store backend, with a settable clock and
-helpers to sign admin auth tokens."""
+helpers to sign admin tokens (aud = <relay DID>#admin) and content-plane
+tokens (aud = the relay DID)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from relay import Relay, create_relay
+from relay.admin import admin_audience
 from relay.admin.audit import AUDIT_LOGGER
 from relay.config import RelayConfig
 from relay.observability.logging import JsonFormatter
@@ -64,13 +66,18 @@ class World:
         lifetime: int = 60,
         keypair: Ed25519Keypair | None = None,
     ) -> str:
+        """An admin token of ``actor`` (the operator by default) unless ``aud`` is given."""
         who = actor or self.operator
         kp = keypair or who.keypair
         issued = self.clock() // 1000 - 5 if iat is None else iat
-        aud = self.relay.did if aud is None else aud
+        aud = admin_audience(self.relay.did) if aud is None else aud
         return create_auth_token(
             kp, f"{who.did}#{kp.key_id}", who.did, aud, issued, issued + lifetime
         )
+
+    def content_token(self, actor: Actor | None = None, *, lifetime: int = 60) -> str:
+        """A content-plane auth token (aud = the relay DID) of ``actor``."""
+        return self.token(actor, aud=self.relay.did, lifetime=lifetime)
 
     def beacon(self, actor: Actor) -> str:
         """A new signed beacon token of ``actor`` (the builder answers CIDs)."""

@@ -1,7 +1,8 @@
 """``dfos-relay serve`` with operators and a write policy, as a subprocess:
 a bad ``--write-policy`` is a one-line start-up error; a good one, the
-deny lists and a ban made through ``/admin/`` all reach the result lines,
-and the audit line is in the relay's log."""
+deny lists and a ban made through ``/admin/`` with an admin token (aud =
+``<relay DID>#admin``; the operator's content-plane token is refused) all
+reach the result lines, and the audit lines are in the relay's log."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from relay.admin import admin_audience
 from relay.protocol import create_auth_token
 from relay.testing.workload import WorkloadBuilder
 
@@ -97,8 +99,23 @@ def test_operators_policy_and_lists_through_the_real_command(tmp_path: Path) -> 
             relay_did = http.get("/.well-known/dfos-relay").json()["did"]
             now = int(time.time())
             token = create_auth_token(
+                operator.keypair,
+                operator.kid,
+                operator.did,
+                admin_audience(relay_did),
+                now - 5,
+                now + 60,
+            )
+            content_token = create_auth_token(
                 operator.keypair, operator.kid, operator.did, relay_did, now - 5, now + 60
             )
+            refused = http.put(
+                f"/admin/bans/{alice.did}",
+                json={"reason": "spam"},
+                headers={"Authorization": f"Bearer {content_token}"},
+            )
+            assert refused.status_code == 401, refused.text
+            assert "not an admin token" in refused.json()["error"]
             banned = http.put(
                 f"/admin/bans/{alice.did}",
                 json={"reason": "spam"},
@@ -120,5 +137,6 @@ def test_operators_policy_and_lists_through_the_real_command(tmp_path: Path) -> 
     assert code == 0
     audits = [json.loads(line) for line in output.splitlines() if '"audit": true' in line]
     assert [(a["action"], a["admin"], a["outcome"]) for a in audits] == [
-        ("ban", operator.did, "ok")
+        ("authenticate", operator.did, "refused"),
+        ("ban", operator.did, "ok"),
     ]

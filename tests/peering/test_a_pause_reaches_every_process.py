@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from relay.admin import admin_audience
 from relay.peering.ledger import LinkLedger
 from relay.protocol import create_auth_token
 from relay.testing.workload import WorkloadBuilder
@@ -140,7 +141,12 @@ def test_a_pause_through_one_relay_process_pauses_the_other(tmp_path: Path) -> N
             relay_did = httpx.get(first.url + "/.well-known/dfos-relay").json()["did"]
             now = int(time.time())
             token = create_auth_token(
-                operator.keypair, operator.kid, operator.did, relay_did, now - 5, now + 120
+                operator.keypair,
+                operator.kid,
+                operator.did,
+                admin_audience(relay_did),
+                now - 5,
+                now + 120,
             )
             auth = {"Authorization": f"Bearer {token}"}
 
