@@ -3,8 +3,10 @@
 Every route needs ``Authorization: Bearer <admin token>`` of an operator, a
 DID auth token with ``aud`` = ``<relay DID>#admin`` (``relay.admin.auth``;
 a content-plane token is refused): 501 when no operator is configured, 401 for a bad
-token, 403 for a DID that is not an operator. Bodies are JSON objects; a
-malformed one is 400. Answers are camelCase JSON, shaped here; the actions
+token, 403 for a DID that is not an operator. Bodies are JSON objects of
+the fields each route names (``admin_body``): a malformed one, or one with
+a field the route does not take, is 400 (``{"Purge": true}`` is not a ban
+without a purge). Answers are camelCase JSON, shaped here; the actions
 and their audit lines are ``relay.admin.service``.
 
     GET    /admin/bans                    bans, with what each purge removed
@@ -36,15 +38,22 @@ from relay.admin.audit import audit
 from relay.admin.auth import token_signer
 from relay.admin.service import Admin, AdminError, BanListing, BanOutcome
 from relay.peering.api import PeerState
-from relay.protocol.untrusted import is_text, json_value
 
+from .admin_body import read_body, read_field
 from .content import identity_state
 from .context import relay_of
 from .errors import ApiError
-from .params import read_body_capped
 
 AdminHandler = Callable[[Request, Admin], Awaitable[Response]]
 FEED_CURSOR_SUFFIX = "#changes"  # relay.peering.live keeps a feed token under <url>#changes
+
+# The fields each route's body may hold (camelCase, as on the wire).
+BAN_FIELDS = frozenset({"reason", "purge"})
+DROP_FIELDS = frozenset({"did", "olderThanSeconds"})
+SYNC_FIELDS = frozenset({"peer"})
+RECONCILE_FIELDS = frozenset({"peer"})
+PAUSE_FIELDS = frozenset({"url", "direction"})
+LOG_LEVEL_FIELDS = frozenset({"level", "logger"})
 
 
 async def admin_caller(request: Request) -> AdminCaller:
@@ -84,37 +93,6 @@ def admin_route(handler: AdminHandler) -> Callable[[Request], Awaitable[Response
             raise ApiError(exc.status, str(exc)) from exc
 
     return guarded
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await read_body_capped(request, relay_of(request).config.max_body_bytes)
-    if not raw.strip():
-        return {}
-    try:
-        body = json_value(raw)
-    except ValueError:
-        raise ApiError(400, "the body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "the body must be a JSON object")
-    return body
-
-
-def _field(body: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
-    """``body[name]`` of type ``kind`` (a number is a non-negative int, not a bool);
-    ``default`` when absent or null."""
-    value = body.get(name)
-    if value is None:
-        return default
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ApiError(400, f"{name} must be a non-negative integer")
-    elif not isinstance(value, kind):
-        raise ApiError(400, f"{name} must be a {kind.__name__}")
-    if isinstance(value, str) and "\x00" in value:  # Postgres text cannot hold it
-        raise ApiError(400, f"{name} must not contain NUL")
-    if isinstance(value, str) and not is_text(value):  # JSON's "\ud800": no store, no answer
-        raise ApiError(400, f"{name} must be Unicode text (it holds a lone surrogate)")
-    return value
 
 
 # -- wire shapes -----------------------------------------------------------------
@@ -170,9 +148,9 @@ async def list_bans(request: Request, admin: Admin) -> Response:
 
 @admin_route
 async def put_ban(request: Request, admin: Admin) -> Response:
-    body = await _body(request)
-    reason = _field(body, "reason", str, "")
-    purge = _field(body, "purge", bool, False)
+    body = await read_body(request, BAN_FIELDS)
+    reason = read_field(body, "reason", str, "")
+    purge = read_field(body, "purge", bool, False)
     outcome = await admin.ban(request.path_params["did"], reason, purge)
     return JSONResponse(_ban(outcome))
 
@@ -186,9 +164,9 @@ async def delete_ban(request: Request, admin: Admin) -> Response:
 
 @admin_route
 async def drop_waiting(request: Request, admin: Admin) -> Response:
-    body = await _body(request)
-    did = _field(body, "did", str)
-    older = _field(body, "olderThanSeconds", int)
+    body = await read_body(request, DROP_FIELDS)
+    did = read_field(body, "did", str)
+    older = read_field(body, "olderThanSeconds", int)
     return JSONResponse({"dropped": await admin.drop_waiting(did, older)})
 
 
@@ -200,13 +178,13 @@ async def list_peers(request: Request, admin: Admin) -> Response:
 
 @admin_route
 async def sync_peers(request: Request, admin: Admin) -> Response:
-    peer = _field(await _body(request), "peer", str)
+    peer = read_field(await read_body(request, SYNC_FIELDS), "peer", str)
     return JSONResponse({"peer": peer, "sequenced": await admin.sync(peer)})
 
 
 @admin_route
 async def reconcile_peer(request: Request, admin: Admin) -> Response:
-    peer = _field(await _body(request), "peer", str)
+    peer = read_field(await read_body(request, RECONCILE_FIELDS), "peer", str)
     if peer is None:
         raise ApiError(400, "peer is required")
     return JSONResponse({"peer": peer, "result": await admin.reconcile(peer)})
@@ -216,11 +194,11 @@ DIRECTION_CHOICES = {"in": ("in",), "out": ("out",), "both": ("in", "out")}
 
 
 async def _pause_body(request: Request) -> tuple[str, tuple[str, ...]]:
-    body = await _body(request)
-    url = _field(body, "url", str)
+    body = await read_body(request, PAUSE_FIELDS)
+    url = read_field(body, "url", str)
     if url is None:
         raise ApiError(400, "url is required")
-    direction = _field(body, "direction", str, "both")
+    direction = read_field(body, "direction", str, "both")
     if direction not in DIRECTION_CHOICES:
         raise ApiError(400, "direction must be in, out or both")
     return url, DIRECTION_CHOICES[direction]
@@ -247,11 +225,11 @@ async def get_log_level(request: Request, admin: Admin) -> Response:
 
 @admin_route
 async def put_log_level(request: Request, admin: Admin) -> Response:
-    body = await _body(request)
-    level = _field(body, "level", str)
+    body = await read_body(request, LOG_LEVEL_FIELDS)
+    level = read_field(body, "level", str)
     if level is None:
         raise ApiError(400, "level is required")
-    logger = _field(body, "logger", str)
+    logger = read_field(body, "logger", str)
     previous, new = admin.set_log_level(level.lower(), logger)
     return JSONResponse({"logger": logger or "root", "previous": previous, "level": new})
 
