@@ -41,6 +41,7 @@ from relay.protocol import (
     DecodedJws,
     ProtocolError,
     check_cid,
+    check_typ_not_future,
     cid_of,
     decode_jws,
     is_cid,
@@ -409,7 +410,12 @@ class _Sequencing:
             if isinstance(outcome, Rejected) and outcome.waits_for is not None:
                 # The buffer is keyed by CID: an op parked under a CID its
                 # payload does not have could take the place of the op that has it.
-                outcome = _claimed_cid_holds(sub) or self._banned_claim(sub) or outcome
+                outcome = (
+                    _claimed_cid_holds(sub)
+                    or _beyond_future_guard(sub, self.now_ms)
+                    or self._banned_claim(sub)
+                    or outcome
+                )
         if index is not None:
             self.outcomes[index] = outcome
         self._prepared.pop(sub.cid, None)
@@ -688,6 +694,20 @@ def _claimed_cid_holds(sub: Submitted) -> Rejected | None:
     """The rejection of an op whose header cid is not its payload's CID."""
     try:
         check_cid(sub.decoded)
+    except ProtocolError as exc:
+        return rejection_for(exc)
+    return None
+
+
+def _beyond_future_guard(sub: Submitted, now_ms: int) -> Rejected | None:
+    """The rejection of an op that would wait but is dated beyond its kind's
+    future guard (PROTOCOL.md "Future timestamp bound"): verified, whenever
+    its dependency arrives, it can only be rejected so (the clock moves on,
+    its createdAt does not), so it is now, with the verifier's reason and
+    text, rather than answered waiting and parked. This also clears such ops
+    from a buffer an older version filled (the restart's drain tries them)."""
+    try:
+        check_typ_not_future(sub.decoded, now_ms)
     except ProtocolError as exc:
         return rejection_for(exc)
     return None

@@ -71,6 +71,7 @@ from .envelope import (
     KeyResolver,
     SignedOperation,
     check_cid,
+    check_typ_not_future,
     resolve_from_key_index,
     sign_operation,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "beacon_payload",
     "chain_id_from_genesis_cid",
     "check_cid",
+    "check_typ_not_future",
     "cid_from_cbor",
     "cid_of",
     "cid_to_bytes",

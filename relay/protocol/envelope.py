@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ._fields import created_at
 from .cid import cid_from_cbor
 from .dagcbor import encode_canonical
 from .errors import (
@@ -47,6 +48,7 @@ __all__ = [
     "SignedOperation",
     "check_cid",
     "check_not_future",
+    "check_typ_not_future",
     "expect_typ",
     "kid_did_url",
     "resolve_from_key_index",
@@ -128,6 +130,31 @@ def check_not_future(created_at_ms: int, now_ms: int, guard_ms: int = FUTURE_GUA
         hours, minutes = divmod(guard_ms // 60_000, 60)
         window = f"{hours}h" if not minutes else f"{guard_ms // 60_000}min"
         raise FutureTimestampError(f"createdAt is more than {window} in the future")
+
+
+# The future guard of each typ that has one (countersignatures have none).
+FUTURE_GUARDS_MS: dict[str, int] = {
+    TYP_IDENTITY: FUTURE_GUARD_MS,
+    TYP_CONTENT: FUTURE_GUARD_MS,
+    TYP_ARTIFACT: FUTURE_GUARD_MS,
+    TYP_BEACON: BEACON_FUTURE_GUARD_MS,
+}
+
+
+def check_typ_not_future(decoded: DecodedJws, now_ms: int) -> None:
+    """The future guard of ``decoded``'s typ on its ``createdAt``, before it
+    can be verified (its parent or signer is missing): raises
+    ``FutureTimestampError`` exactly when verification would, whenever it
+    ran. Not checked: anything else, and a ``createdAt`` that does not
+    parse (verification says so once it runs)."""
+    guard_ms = FUTURE_GUARDS_MS.get(decoded.typ or "")
+    if guard_ms is None:
+        return
+    try:
+        _, created_ms = created_at(decoded.payload)
+    except MalformedError:
+        return
+    check_not_future(created_ms, now_ms, guard_ms)
 
 
 def kid_did_url(decoded: DecodedJws) -> tuple[str, str]:
