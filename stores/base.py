@@ -45,13 +45,25 @@ from stores.moderation import ModerationStore
 OperationKind = Literal["identity-op", "content-op", "beacon", "artifact", "countersign"]
 ChainKind = Literal["identity", "content"]
 
-# Dependency keys a pending op can wait for: "op:<cid>" or "did:<did>".
+# Dependency keys a pending op can wait for: "op:<cid>", "did:<did>", or
+# "policy:<its own cid>" (its dependencies are met, the write policy failed
+# on it, and the relay tries it again: nothing else wakes it).
 DependencyKey = str
 
 
 def waits_for_op(cid: str) -> DependencyKey:
     """The key of the ops waiting for ``cid`` to be sequenced."""
     return f"op:{cid}"
+
+
+def waits_for_policy(cid: str) -> DependencyKey:
+    """The key of the buffered op ``cid`` kept through a write-policy error."""
+    return f"policy:{cid}"
+
+
+def dependency_kind(key: DependencyKey) -> str:
+    """The ``DEPENDENCY_KINDS`` entry of a non-empty key (its prefix)."""
+    return key.partition(":")[0] if key.startswith(("op:", "policy:")) else "did"
 
 
 class StoreError(Exception):
@@ -221,7 +233,7 @@ class OpLocation:
 class PendingSummary:
     """The raw-op buffer at a glance.
 
-    ``waiting`` counts ops per dependency kind ("op" or "did", the prefix of
+    ``waiting`` counts ops per dependency kind ("op", "did" or "policy", the prefix of
     ``waits_for``); ``older[kind][i]`` counts those whose ``since_ms`` is at
     or before ``cutoffs_ms[i]`` of the query (cumulative; unknown ``since``
     is never counted older). ``unverified`` counts ops buffered but not yet
@@ -236,7 +248,7 @@ class PendingSummary:
     copies: int = 0
 
 
-DEPENDENCY_KINDS = ("op", "did")
+DEPENDENCY_KINDS = ("op", "did", "policy")
 
 
 @dataclass(frozen=True, slots=True)

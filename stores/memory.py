@@ -36,6 +36,7 @@ from stores.base import (
     StateQuery,
     StateRows,
     UnknownCursorError,
+    dependency_kind,
     waits_for_op,
 )
 from stores.epoch import new_epoch
@@ -403,7 +404,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks):
         older = {kind: [0] * len(cutoffs_ms) for kind in DEPENDENCY_KINDS}
         oldest: PendingOp | None = None
         for op in self._pending.values():
-            kind = "op" if op.waits_for.startswith("op:") else "did"
+            kind = dependency_kind(op.waits_for)
             waiting[kind] += 1
             if op.since_ms is None:
                 continue

@@ -101,6 +101,12 @@ def chain_log(page: LogPage) -> dict[str, Any]:
 # -- additive routes (op status, pending overview, fork tips) --------------------
 
 
+_WAITING_FOR_POLICY = (
+    "verified, its dependencies met; waiting for the write policy, which failed on it "
+    "(policy-error): tried again by the relay"
+)
+
+
 def op_status(status: OpStatus) -> dict[str, Any]:
     out: dict[str, Any] = {"cid": status.cid, "status": status.state.value}
     if status.location is not None:
@@ -112,9 +118,11 @@ def op_status(status: OpStatus) -> dict[str, Any]:
         out.update(waitingFor=waits_for, since=status.pending.since_ms)
         if waits_for is None:
             out["detail"] = "received, not verified yet"
-        else:  # the key, split: "op:<cid>" / "did:<did>"
+        else:  # the key, split: "op:<cid>" / "did:<did>" / "policy:<cid>"
             kind, _, ident = waits_for.partition(":")
             out["dependency"] = {"kind": kind, "id": ident}
+            if kind == "policy":
+                out["detail"] = _WAITING_FOR_POLICY
     elif status.note is not None:
         note = status.note
         out.update(reason=note.reason, detail=note.detail, rejectedAt=note.at_ms)

@@ -344,7 +344,8 @@ class Queries:
 # "at or before cutoff i" count per cutoff (see ``PendingSummary``).
 DEPENDENCY_KIND_SQL = (
     "CASE WHEN waits_for IS NULL OR waits_for = '' THEN '' "
-    "WHEN waits_for LIKE 'op:%' THEN 'op' ELSE 'did' END"
+    "WHEN waits_for LIKE 'op:%' THEN 'op' WHEN waits_for LIKE 'policy:%' THEN 'policy' "
+    "ELSE 'did' END"
 )
 
 

@@ -38,6 +38,7 @@ async def test_an_empty_buffer(served: Served) -> None:
         "byDependency": {
             "op": {"count": 0, "ages": empty_ages()},
             "did": {"count": 0, "ages": empty_ages()},
+            "policy": {"count": 0, "ages": empty_ages()},
         },
         "oldest": None,
     }
@@ -68,6 +69,7 @@ async def test_counts_by_dependency_kind_and_age_and_the_oldest(served: Served) 
     assert overview["byDependency"] == {
         "op": {"count": 1, "ages": op_ages},
         "did": {"count": 2, "ages": did_ages},
+        "policy": {"count": 0, "ages": empty_ages()},
     }
     assert overview["oldest"] == {
         "cid": oldest,

@@ -6,7 +6,14 @@ summary by dependency kind and age."""
 
 from __future__ import annotations
 
-from stores.base import CommitBatch, OpLocation, PendingOp, RejectionNote, RelayStore
+from stores.base import (
+    CommitBatch,
+    OpLocation,
+    PendingOp,
+    RejectionNote,
+    RelayStore,
+    waits_for_policy,
+)
 from tests.stores.conftest import append, commit, is_durable, op, reopen
 
 
@@ -99,8 +106,8 @@ async def test_rejection_notes_survive_a_reopen(opened: RelayStore) -> None:
 async def test_pending_summary_by_dependency_kind_and_age(opened: RelayStore) -> None:
     empty = await opened.pending_summary([100])
     assert (empty.waiting, empty.older, empty.unverified, empty.oldest) == (
-        {"op": 0, "did": 0},
-        {"op": [0], "did": [0]},
+        {"op": 0, "did": 0, "policy": 0},
+        {"op": [0], "did": [0], "policy": [0]},
         0,
         None,
     )
@@ -111,12 +118,13 @@ async def test_pending_summary_by_dependency_kind_and_age(opened: RelayStore) ->
         "c": PendingOp("c", "tok.c", "did:dfos:x", 3000),
         "d": PendingOp("d", "tok.d", "did:dfos:y", 9000),
         "e": PendingOp("e", "tok.e", "did:dfos:y"),  # since unknown
+        "f": PendingOp("f", "tok.f", waits_for_policy("f"), 2000),  # the policy failed on it
     }
     await commit(opened, CommitBatch(waiting=waiting))
     summary = await opened.pending_summary([4000, 1000, 0])
-    assert summary.waiting == {"op": 2, "did": 3}
-    assert summary.older == {"op": [1, 1, 0], "did": [1, 0, 0]}
+    assert summary.waiting == {"op": 2, "did": 3, "policy": 1}
+    assert summary.older == {"op": [1, 1, 0], "did": [1, 0, 0], "policy": [1, 0, 0]}
     assert summary.unverified == 2
     assert summary.oldest == waiting["a"]
     no_cutoffs = await opened.pending_summary([])
-    assert no_cutoffs.older == {"op": [], "did": []}
+    assert no_cutoffs.older == {"op": [], "did": [], "policy": []}
