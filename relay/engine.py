@@ -5,7 +5,8 @@ The engine knows nothing of HTTP: ``relay.compose.create_relay()`` builds a
 ``Relay`` and hands it the function that builds its ASGI app. ``start()``
 (run by the ASGI lifespan, or directly with ``async with relay.running()``)
 opens the store, loads or creates the relay identity, resumes the raw-op
-buffer and starts peering; ``stop()`` undoes that in reverse order.
+buffer, starts peering and the retry of ops the write policy failed on
+(``relay.ingest.retry``); ``stop()`` undoes that in reverse order.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
 from relay.ingest.policy import WriteGate
+from relay.ingest.retry import PolicyRetry
 from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.protocol import Ed25519Keypair
@@ -87,6 +89,9 @@ class Relay:
         )  # fmt: skip
         self.metrics = RelayMetrics()  # per relay: its own Prometheus registry
         self.ingestor.rejections.add_listener(self.metrics.record_rejections)
+        # buffered ops the write policy failed on are tried again by this task
+        self.policy_retry = PolicyRetry(self.ingestor.retry_kept, self._policy_retry_delays)
+        self.ingestor.on_kept = self.policy_retry.schedule
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
         # blob uploads: one document check at a time (see relay.http.content)
         self.document_checks = asyncio.Semaphore(1)
@@ -133,6 +138,7 @@ class Relay:
             if self.peering is not None:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
+            self.policy_retry.start()  # last: nothing after it can fail
         except BaseException:
             await self.sync_index.stop()
             await self.feed.hub.close()
@@ -144,6 +150,7 @@ class Relay:
         if not self.started:
             return
         self.started = False
+        await self.policy_retry.stop()
         if self.peering is not None:
             await self.peering.stop()
         await self.sync_index.stop()
@@ -179,6 +186,10 @@ class Relay:
             if result.status is Status.REJECTED:
                 raise RuntimeError(f"relay identity does not verify: {result.error}")
         return identity
+
+    def _policy_retry_delays(self) -> tuple[float, float]:
+        policy = self.gate.policy  # read at each wait: an operator may swap it
+        return policy.retry_first_s, policy.retry_max_s
 
     def _wake_feed(self, sequenced: Sequence[SequencedOp], source: str | None) -> None:
         if sequenced:

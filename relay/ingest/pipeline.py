@@ -22,7 +22,10 @@ written to the raw-op buffer by the commit of the session that parked it
 (with the key it waits for); an op sequenced or rejected within its own
 request never gets a buffer row. Another token of a waiting op's CID waits
 beside it as a copy and is tried if that op is rejected, or is woken and
-waits again (``_buffer``).
+waits again (``_buffer``). A buffered op (or copy) the write policy fails
+on stays buffered, waiting for the policy, and the relay tries it again
+(``_kept_through``, ``retry.py``). An op that would wait but is dated beyond
+the future guard is rejected instead (``_beyond_future_guard``).
 Nothing is answered before that commit, so a crash before it loses nothing
 a sender was told was kept.
 
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from relay.protocol import (
     DecodedJws,
@@ -57,7 +60,7 @@ from relay.rules.outcomes import (
     from_recorded_text,
     recorded_text,
 )
-from stores.base import OperationRecord, PendingOp, Rejection, RelayStore
+from stores.base import OperationRecord, PendingOp, Rejection, RelayStore, waits_for_policy
 
 from .common import (
     Accepted,
@@ -177,6 +180,9 @@ class Ingestor:
         # decode them again; only an accelerator (checked against the stored
         # token), bounded by max_pending.
         self._prepared: dict[str, Submitted] = {}
+        # told, after each commit, the CIDs whose buffered op the write policy
+        # failed on (kept, waiting for the policy): see ``retry_kept``
+        self.on_kept: Callable[[set[str]], None] | None = None
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -221,6 +227,25 @@ class Ingestor:
             await self.rejections.record(events)
             total += len(sequenced)
 
+    async def retry_kept(self, cids: Collection[str]) -> int:
+        """Attempt again the ops among ``cids`` that still wait for the write
+        policy (through the same serialized sequencing as any op: what they
+        wake follows); returns how many were sequenced. Those it fails on
+        again stay kept and are reported to ``on_kept`` again."""
+        found = await self._store.find_buffered(set(cids))
+        subs = [
+            (None, prepared)
+            for pending in found.values()
+            if pending.waits_for == waits_for_policy(pending.cid)
+            and isinstance(prepared := prepare(pending.jws_token), Submitted)
+        ]
+        if not subs:
+            return 0
+        _, sequenced, events = await self._run(subs, prechecked=False)
+        await self._notify(sequenced, None)
+        await self.rejections.record(events)
+        return len(sequenced)
+
     async def _run(
         self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
     ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
@@ -240,6 +265,8 @@ class Ingestor:
             if batch.is_empty():
                 return run.outcomes, [], run.events
             head = await session.commit(batch)
+            if run.kept_for_policy and self.on_kept is not None:
+                self.on_kept(run.kept_for_policy)
             first = head - len(batch.operations) + 1
             sequenced = [
                 SequencedOp(
@@ -320,10 +347,13 @@ class _Sequencing:
         self._promote: set[str] = set()
         self._woken: set[str] = set()  # CIDs of ops woken in this session
         self._copy_keys: set[tuple[str, str]] = set()  # (CID, token hash) of copies taken
+        self._stored_copies_taken: set[tuple[str, str]] = set()  # those the store held
         # the request line each copy staged from this session's request answers
         self._copy_lines: dict[tuple[str, str], int] = {}
         self._lines: dict[int, Submitted] = {}  # the request's lines
         self._settled: set[int] = set()  # lines tried again at the end (at most once)
+        # CIDs whose buffered op now waits for the write policy (it failed on it)
+        self.kept_for_policy: set[str] = set()
 
     async def sequence(self, round_: list[tuple[int | None, Submitted]]) -> None:
         first = True
@@ -460,6 +490,9 @@ class _Sequencing:
             return
         if self._kept_through(sub, rejected):
             self._event(sub, rejected.reason, rejected.message)
+            self._buffer(None, sub, waits_for_policy(sub.cid), self._holder(sub.cid))
+            if self._holder(sub.cid) == sub.token:  # a copy is tried with its op
+                self.kept_for_policy.add(sub.cid)
             return
         self._leave_buffer(index, sub)
         self._event(sub, rejected.reason, rejected.message)
@@ -468,16 +501,23 @@ class _Sequencing:
             self.view.stage_rejection(Rejection(sub.token_hash, sub.cid, text))
 
     def _kept_through(self, sub: Submitted, rejected: Rejected) -> bool:
-        """An op buffered before this session that the write policy failed
-        on stays buffered as it is: its first sender was answered waiting and
-        will not send it again (a line sending it again gets this attempt's
-        answer), and a failed call says nothing about the op. The next
-        attempt (a restart's drain, or the op sent again) decides."""
-        return (
-            rejected.reason is RejectReason.POLICY_ERROR
-            and self._holder(sub.cid) == sub.token
-            and self.view.buffered_token(sub.cid) == sub.token
+        """A token buffered before this session (as its CID's op, or as a
+        copy beside it) that the write policy failed on stays buffered: its
+        sender was answered waiting and will not send it again (a line
+        sending it again gets this attempt's answer), and a failed call says
+        nothing about the op. It waits for the policy (``waits_for_policy``),
+        and the relay attempts it again (``relay.ingest.retry``), as does a
+        restart's drain or the op sent again. A copy stays a copy, unless
+        the op it waited beside has left the buffer: it then takes its place."""
+        if rejected.reason is not RejectReason.POLICY_ERROR:
+            return False
+        if self._holder(sub.cid) == sub.token:
+            return self.view.buffered_token(sub.cid) == sub.token
+        key = (sub.cid, sub.token_hash)
+        stored = key in self._stored_copies_taken or sub.token_hash in self.view.stored_copies(
+            sub.cid
         )
+        return stored and key not in self.view.batch.copies_gone
 
     def _full(self, index: int, sub: Submitted, why: str) -> None:
         """``sub`` is answered ``buffer-full``, and is not kept."""
@@ -603,6 +643,7 @@ class _Sequencing:
         stored = await self.view.session.take_copies(cids)
         # not a stored copy this session dropped (one that took its CID's place)
         found = {(p.cid, h): p for h, p in stored if (p.cid, h) not in batch.copies_gone}
+        self._stored_copies_taken.update(found)
         found.update({key: p for key, p in batch.copies.items() if key[0] in cids})
         out: list[tuple[int | None, Submitted]] = []
         for key, copy in found.items():

@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -65,6 +65,10 @@ from stores.base import OperationRecord
 log = logging.getLogger("dfos_relay.policy")
 
 DEFAULT_POLICY_TIMEOUT_S = 1.0
+# buffered ops the policy failed on are tried again after this, doubling up
+# to the most while it keeps failing (``relay.ingest.retry``)
+DEFAULT_POLICY_RETRY_FIRST_S = 1.0
+DEFAULT_POLICY_RETRY_MAX_S = 60.0
 POLICY_THREADS = 4  # per pool; a pool whose threads all hang is replaced
 MAX_STUCK_CALLS = 32  # calls past their timeout still running, in all pools
 SESSION_BUDGET_ROUNDS = 2  # a session waits on the policy at most this many timeouts
@@ -102,6 +106,10 @@ class WritePolicy:
     deny_dids: frozenset[str] = frozenset()
     allow_kinds: frozenset[str] = frozenset()
     deny_kinds: frozenset[str] = frozenset()
+    _: KW_ONLY
+    # buffered ops it failed on are tried again (``relay.ingest.retry``)
+    retry_first_s: float = DEFAULT_POLICY_RETRY_FIRST_S
+    retry_max_s: float = DEFAULT_POLICY_RETRY_MAX_S
 
 
 class Held(Exception):
