@@ -24,8 +24,9 @@ import httpx
 from relay import Relay, create_relay
 from relay.ingest.policy import VerifiedOp, WritePolicy
 from relay.rules.outcomes import RejectReason, Status
+from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore, waits_for_policy
-from tests.support.relay_api import get_json
+from tests.support.relay_api import PAST_MS, get_json
 from tests.support.waiting_ops import (
     chain_with_a_gap,
     forged_signature,
@@ -90,6 +91,30 @@ async def test_a_kept_op_is_sequenced_once_the_policy_answers(store: RelayStore)
         assert await relay.store.count_unsequenced() == 0
         [status] = await relay.status.explain_many([policy.cid])
         assert status.location is not None  # sequenced, and in the log
+
+
+async def test_what_waited_for_a_kept_op_follows_it(store: RelayStore) -> None:
+    b = WorkloadBuilder(seed=73, start_ms=PAST_MS)
+    author = b.identity()
+    chain = b.content_create(author)
+    b.content_update(chain)
+    kept, last = b.content_update(chain), b.content_update(chain)
+    identity, genesis, update1, update2, update3 = b.tokens
+    policy = FailsOn(kept)
+    relay = create_relay(store)
+    async with relay.running():
+        await relay.ingest([identity, genesis, update2, update3])  # both wait
+        _use(relay, policy, **FAST)
+        assert [r.status for r in await relay.ingest([update1])] == [Status.NEW]
+        found = await relay.store.find_buffered([kept, last])
+        assert found[kept].waits_for == waits_for_policy(kept)
+        assert found[last].waits_for == f"op:{kept}"  # not met: it still waits
+        policy.recovered = True
+        await _until(lambda: relay.store.get_operation(last))
+        assert await relay.store.count_unsequenced() == 0
+        seq = {cid: (await relay.status.explain_many([cid]))[0].location for cid in (kept, last)}
+        assert seq[kept] is not None and seq[last] is not None
+        assert seq[kept].seq < seq[last].seq  # in causal order
 
 
 async def _calls_at_least(policy: FailsOn, n: int) -> bool:
