@@ -491,7 +491,7 @@ class _Sequencing:
         if self._kept_through(sub, rejected):
             self._event(sub, rejected.reason, rejected.message)
             self._buffer(None, sub, waits_for_policy(sub.cid), self._holder(sub.cid))
-            if self._holder(sub.cid) == sub.token:  # a copy is tried with its op
+            if self._holder(sub.cid) == sub.token:  # (a copy is tried after its op)
                 self.kept_for_policy.add(sub.cid)
             return
         self._leave_buffer(index, sub)
@@ -507,8 +507,11 @@ class _Sequencing:
         sending it again gets this attempt's answer), and a failed call says
         nothing about the op. It waits for the policy (``waits_for_policy``),
         and the relay attempts it again (``relay.ingest.retry``), as does a
-        restart's drain or the op sent again. A copy stays a copy, unless
-        the op it waited beside has left the buffer: it then takes its place."""
+        restart's drain or the op sent again. A copy is placed as ``_buffer``
+        places any token that waits: it stays a copy, or takes the place of
+        the CID's op if that op has left the buffer (rejected) or is not
+        known to be signed as claimed; only the CID's op is retried (a copy
+        is tried when its op is rejected or woken, as ever)."""
         if rejected.reason is not RejectReason.POLICY_ERROR:
             return False
         if self._holder(sub.cid) == sub.token:

@@ -8,8 +8,10 @@ relay tries those ops again by itself, through ``Ingestor.retry_kept`` (the
 same serialized sequencing as any op, so ordering and locking are those of
 a request), after a delay that doubles while the policy keeps failing on
 them: ``WritePolicy.retry_first_s`` up to ``retry_max_s``, and back to the
-first once a retry leaves nothing kept. So a policy that always fails costs
-one session per ``retry_max_s``, not a busy loop.
+first once a retry leaves nothing kept (never less than
+``MIN_RETRY_DELAY_S``). So a policy that always fails costs one session per
+``retry_max_s``, not a busy loop; while the policy hangs, each such session
+holds the sequencer up to its policy budget, as any op's would.
 
 One task, owned by the relay: started after the restart's drain, cancelled
 by ``stop``. What it does not do: retry ops another process kept (each
@@ -29,6 +31,9 @@ log = logging.getLogger("dfos_relay.policy")
 
 Attempt = Callable[[Collection[str]], Awaitable[int]]  # ``Ingestor.retry_kept``
 Delays = Callable[[], tuple[float, float]]  # (first, most) seconds, read at each wait
+# the shortest wait between two retries, whatever the policy's settings say:
+# a delay of 0 would make a policy that always fails a busy loop
+MIN_RETRY_DELAY_S = 0.05
 
 
 class PolicyRetry:
@@ -66,7 +71,8 @@ class PolicyRetry:
         while True:
             await self._wake.wait()
             first, most = self._delays()
-            delay = first if delay is None else min(delay * 2, most)
+            delay = first if delay is None else min(delay * 2, max(most, first))
+            delay = max(delay, MIN_RETRY_DELAY_S)
             await asyncio.sleep(delay)
             self._wake.clear()
             cids, self._due = self._due, set()
