@@ -16,6 +16,11 @@ DEFAULT_LOG_LIMIT = 100
 MAX_LOG_LIMIT = 1000
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
+# The request-body deadline (408 past it): a body may take this long to start
+# arriving, and must then average this many bytes a second (hypercorn bounds
+# slow headers, not slow bodies: a trickled body would hold its connection).
+DEFAULT_BODY_GRACE_S = 10.0
+DEFAULT_BODY_MIN_RATE = 1024
 DEFAULT_MAX_PENDING = 100_000
 # Other tokens of one waiting op's CID kept beside it (copies); only the
 # signer can make more tokens that verify, so a few cover every honest case.
@@ -39,6 +44,8 @@ class RelayConfig:
     log: bool = True
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    body_grace_s: float = DEFAULT_BODY_GRACE_S  # the body deadline: grace ...
+    body_min_rate: int = DEFAULT_BODY_MIN_RATE  # ... plus one second per this many bytes
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     max_rejection_notes: int = DEFAULT_MAX_REJECTION_NOTES

@@ -35,6 +35,8 @@ from peer.base import PeerConfig
 from relay.config import (
     DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S,
     DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S,
+    DEFAULT_BODY_GRACE_S,
+    DEFAULT_BODY_MIN_RATE,
     DEFAULT_MAX_BLOB_BYTES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_COPIES_PER_OP,
@@ -106,6 +108,8 @@ class ServeSettings:
     sync_interval_s: float | None = DEFAULT_SYNC_INTERVAL_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    body_grace_s: float = DEFAULT_BODY_GRACE_S
+    body_min_rate: int = DEFAULT_BODY_MIN_RATE
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     verify_threads: int | None = None  # None: one per core (relay.ingest.parallel)
@@ -160,6 +164,8 @@ class ServeSettings:
             log=self.log,
             max_body_bytes=self.max_body_bytes,
             max_blob_bytes=self.max_blob_bytes,
+            body_grace_s=self.body_grace_s,
+            body_min_rate=self.body_min_rate,
             max_pending=self.max_pending,
             max_copies_per_op=self.max_copies_per_op,
             verify_threads=self.verify_threads,
@@ -491,6 +497,26 @@ OPTIONS: tuple[Option, ...] = (
         "value",
         _int_in(1),
         f"blob upload cap (default {DEFAULT_MAX_BLOB_BYTES})",
+        "BYTES",
+    ),
+    Option(
+        "body_grace_s",
+        "--body-grace",
+        "BODY_GRACE",
+        "value",
+        _seconds,
+        "a request body may take this long to start arriving, 408 beyond"
+        f" (default {DEFAULT_BODY_GRACE_S:g})",
+        "SECONDS",
+    ),
+    Option(
+        "body_min_rate",
+        "--body-min-rate",
+        "BODY_MIN_RATE",
+        "value",
+        _int_in(1),
+        "... and must then average this many bytes a second, 408 beyond"
+        f" (default {DEFAULT_BODY_MIN_RATE})",
         "BYTES",
     ),
     Option(

@@ -11,10 +11,8 @@ from relay.protocol import is_cid
 from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, ScopeError, parse_scope
 
+from .context import relay_of
 from .errors import ApiError
-
-BODY_GRACE_S = 10.0  # a request body may take this long to start ...
-BODY_MIN_RATE = 1024  # ... and must then arrive at this many bytes a second on average
 
 
 def page_params(request: Request) -> tuple[str | None, int]:
@@ -48,12 +46,14 @@ def scope_param(request: Request) -> Scope | None:
 
 async def read_body_capped(request: Request, cap: int) -> bytes:
     """The request body, or 413 once it exceeds ``cap`` bytes, or 408 once it
-    falls behind ``BODY_GRACE_S`` plus ``BODY_MIN_RATE`` bytes a second (a
-    body trickled in a byte at a time would hold its connection forever:
-    hypercorn bounds slow headers, not slow bodies)."""
+    falls behind the relay's ``body_grace_s`` plus one second per
+    ``body_min_rate`` bytes (a body trickled in a byte at a time would hold
+    its connection forever: hypercorn bounds slow headers, not slow bodies)."""
     declared = request.headers.get("content-length")
     if declared is not None and (ascii_decimal(declared) or 0) > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
+    config = relay_of(request).config
+    grace_s, min_rate = config.body_grace_s, config.body_min_rate
     chunks: list[bytes] = []
     size = 0
     started = asyncio.get_running_loop().time()
@@ -61,7 +61,7 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
     try:
         while True:
             try:
-                async with asyncio.timeout_at(started + BODY_GRACE_S + size / BODY_MIN_RATE):
+                async with asyncio.timeout_at(started + grace_s + size / min_rate):
                     chunk = await anext(stream)
             except StopAsyncIteration:
                 break

@@ -23,6 +23,8 @@ BAD_VALUES = {
     "--sync-interval": "-1",
     "--max-body-bytes": "lots",
     "--max-blob-bytes": "-5",
+    "--body-grace": "0",
+    "--body-min-rate": "0",
     "--max-pending": "0",
     "--max-copies-per-op": "a few",
     "--verify-threads": "0",
@@ -155,6 +157,10 @@ def test_flags_win_over_environment_and_defaults_apply() -> None:
     buffer = parse_settings({"DFOS_RELAY_MAX_PENDING": "500", "DFOS_RELAY_MAX_COPIES_PER_OP": "0"})
     assert (buffer.relay_config().max_pending, buffer.relay_config().max_copies_per_op) == (500, 0)
     assert ServeSettings().relay_config().verify_threads is None  # one per core
+    deadline = parse_settings({"DFOS_RELAY_BODY_GRACE": "2.5", "DFOS_RELAY_BODY_MIN_RATE": "64"})
+    config, default = deadline.relay_config(), ServeSettings().relay_config()
+    assert (config.body_grace_s, config.body_min_rate) == (2.5, 64)
+    assert (default.body_grace_s, default.body_min_rate) == (10, 1024)
 
 
 def test_peer_syntax() -> None:

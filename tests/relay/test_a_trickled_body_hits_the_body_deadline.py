@@ -14,7 +14,7 @@ import pytest
 from stores.memory import MemoryStore
 from tests.support.served import served_relay
 
-ANSWER_WITHIN_S = 20.0  # the deadline (relay.http.params.BODY_GRACE_S, 10 s) and slack
+ANSWER_WITHIN_S = 20.0  # the default deadline (relay.config.DEFAULT_BODY_GRACE_S, 10 s) and slack
 ROUTES = ("/operations", "/operations/status", "/sync/negentropy", "/sync/operations")
 
 
