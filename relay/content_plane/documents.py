@@ -2,6 +2,11 @@
 (WEB-RELAY.md "Blob Upload": the bytes must hash to the operation's
 ``documentCID`` via canonical dag-cbor + sha-256).
 
+A document nests at most ``MAX_JSON_DEPTH`` (512) arrays and objects deep,
+the bound JWS payloads have: decided on the bytes before the parser or the
+dag-cbor encoder recurses, so the verdict on a document is the bound's, not
+how much stack the calling thread had left.
+
 Not checked here: who may upload (``access``) or whether the op belongs to the
 chain (the route compares ``OperationRecord.chain_id``).
 """
@@ -9,7 +14,7 @@ chain (the route compares ``OperationRecord.chain_id``).
 from __future__ import annotations
 
 from relay.protocol import ProtocolError, cid_of, decode_jws
-from relay.protocol.untrusted import json_value
+from relay.protocol.untrusted import MAX_JSON_DEPTH, json_value, nests_too_deep
 
 from .errors import InvalidDocument
 
@@ -33,11 +38,20 @@ def check_document(body: bytes, document_cid: str) -> None:
     is hashed, so formatting (whitespace, key order) does not matter. The
     bytes must be UTF-8 (RFC 8259 8.1; clients decode blobs as UTF-8): the
     UTF-16/32 that ``json.loads`` would sniff from bytes is refused. A
-    leading BOM is skipped, as a WHATWG ``TextDecoder`` does.
+    leading BOM is skipped, as a WHATWG ``TextDecoder`` does. Nesting deeper
+    than ``MAX_JSON_DEPTH`` is refused before parsing.
     """
     try:
-        value = json_value(body.decode("utf-8-sig"))
+        text = body.decode("utf-8-sig")
     except ValueError as exc:  # UnicodeDecodeError is one
+        raise InvalidDocument("the document is not valid UTF-8 JSON") from exc
+    if nests_too_deep(body):
+        raise InvalidDocument(
+            f"the document nests more than {MAX_JSON_DEPTH} arrays or objects deep"
+        )
+    try:
+        value = json_value(text)
+    except ValueError as exc:
         raise InvalidDocument("the document is not valid UTF-8 JSON") from exc
     try:
         actual = cid_of(value)

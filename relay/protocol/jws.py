@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,7 +24,7 @@ from .encoding import b64url_decode, b64url_encode
 from .errors import MalformedError, SignatureError
 from .keys import verify_signature
 from .records import quick_init
-from .untrusted import is_text
+from .untrusted import MAX_JSON_DEPTH, is_text, nests_too_deep
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -39,17 +38,6 @@ __all__ = [
 ]
 
 MAX_TOKEN_CHARS = 64 * 1024
-# Arrays and objects nest at most this deep in a header or payload. Without
-# a limit of its own, how deep a token could nest was how much recursion was
-# left to the parser and the dag-cbor encoder: the same token was malformed
-# sent alone and accepted in a batch checked on worker threads (shallower
-# stacks), and a relay's verdict was its call path's. Well below Python's
-# recursion limit (1000), with room for the deepest caller.
-MAX_JSON_DEPTH = 512
-# a string, or an unterminated one running to the end: every match attempt
-# succeeds, so the scan stays linear whatever the text
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
-_BRACKETS = re.compile(rb"[\[\]{}]")
 
 
 class Signer(Protocol):
@@ -134,25 +122,9 @@ def _is_text(value: object) -> bool:
     return True
 
 
-def _nests_too_deep(raw: bytes) -> bool:
-    """``raw`` opens more than ``MAX_JSON_DEPTH`` arrays or objects at once
-    (brackets inside strings aside); decided before any parser recurses."""
-    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
-        return False  # the usual case: too few brackets to nest that deep
-    depth = 0
-    for bracket in _BRACKETS.findall(_STRINGS.sub(b"", raw)):
-        if bracket in (b"[", b"{"):
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        else:
-            depth -= 1
-    return False
-
-
 def _json_object(segment: str, what: str) -> dict[str, object]:
     raw = b64url_decode(segment)
-    if _nests_too_deep(raw):
+    if nests_too_deep(raw):
         raise MalformedError(f"JWS {what} nests more than {MAX_JSON_DEPTH} deep")
     try:
         value = _parse_json(raw)
