@@ -27,6 +27,7 @@ from relay.ingest.policy import WriteGate
 from relay.ingest.retry import PolicyRetry
 from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
+from relay.parse_pool import ParsePool
 from relay.protocol import Ed25519Keypair
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
@@ -95,6 +96,8 @@ class Relay:
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
         # blob uploads: one document check at a time (see relay.http.content)
         self.document_checks = asyncio.Semaphore(1)
+        # large POST /operations bodies are parsed in a child process
+        self.parse_pool = ParsePool()
         self.peering = peering
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
@@ -161,6 +164,7 @@ class Relay:
         self.gate.close()
         await self.store.close()
         self.ingestor.close()
+        await self.parse_pool.close()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Relay]:

@@ -21,6 +21,10 @@ class ApiError(Exception):
         self.message = message
         self.headers = headers
 
+    def __reduce__(self) -> tuple[type[ApiError], tuple[int, str, dict[str, str] | None]]:
+        # raised in the parse child process (relay.parse_pool) and re-raised here
+        return ApiError, (self.status, self.message, self.headers)
+
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     return JSONResponse({"error": message}, status_code=status, headers=headers)

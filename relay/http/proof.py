@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -20,9 +19,7 @@ from peer.base import (
     UNKNOWN_CURSOR_FIELD,
     UNKNOWN_CURSOR_HEADER,
 )
-from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import ProtocolError, decode_jws
-from relay.protocol.untrusted import json_value
 from relay.scope.pages import scoped_log_page
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
 from stores.base import ChainRecord, LogPage, UnknownCursorError
@@ -30,6 +27,7 @@ from stores.base import ChainRecord, LogPage, UnknownCursorError
 from . import wire
 from .context import relay_of
 from .errors import ApiError
+from .operations_body import parse_operations_body
 from .params import page_params, read_body_capped, scope_param
 
 
@@ -52,33 +50,11 @@ async def well_known(request: Request) -> JSONResponse:
     )
 
 
-def parse_operations_body(body: bytes) -> list[str]:
-    """The ``{"operations": [...]}`` body of POST /operations, or 400."""
-    try:
-        data = orjson.loads(body)  # fast; json decides whatever orjson refuses
-    except orjson.JSONDecodeError:
-        try:
-            data = json_value(body)
-        except ValueError as exc:
-            raise ApiError(400, "request body is not valid JSON") from exc
-    if not isinstance(data, dict) or "operations" not in data:
-        raise ApiError(400, 'request body must be {"operations": [...]}')
-    ops = data["operations"]
-    if not isinstance(ops, list):
-        raise ApiError(400, "operations must be an array")
-    if not ops:
-        raise ApiError(400, "operations must not be empty")
-    if len(ops) > MAX_OPERATIONS_PER_REQUEST:
-        raise ApiError(400, f"at most {MAX_OPERATIONS_PER_REQUEST} operations per request")
-    if not all(isinstance(op, str) for op in ops):
-        raise ApiError(400, "every operation must be a JWS compact string")
-    return ops
-
-
 async def post_operations(request: Request) -> JSONResponse:
     relay = relay_of(request)
     body = await read_body_capped(request, relay.config.max_body_bytes)
-    tokens = parse_operations_body(body)
+    # a large body is parsed off the event loop (relay.parse_pool)
+    tokens = await relay.parse_pool.parse(parse_operations_body, body)
     # a relay's push names the relay (echo suppression, fan-out); a client's does not
     sender = request.headers.get(RELAY_SENDER_HEADER)
     results = await relay.ingest_pushed(tokens, sender, request.headers.get(FANOUT_HOP_HEADER))

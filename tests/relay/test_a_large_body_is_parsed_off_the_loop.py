@@ -1,0 +1,140 @@
+"""A large POST /operations body is parsed off the event loop (in the relay's
+parse child, ``relay.parse_pool``): while a hostile 4 MiB body is parsed,
+other requests are answered and the loop never stalls for long; every body,
+small or large, malformed or not, is answered exactly as when it was parsed
+inline; a parse child that died costs no answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from relay import Relay, create_relay
+from relay.config import DEFAULT_MAX_BODY_BYTES, MAX_OPERATIONS_PER_REQUEST
+from relay.http.errors import ApiError
+from relay.http.operations_body import parse_operations_body
+from relay.parse_pool import OFF_LOOP_BYTES
+from stores.memory import MemoryStore
+
+# 1.4 million empty objects, then a lone surrogate: orjson builds them all and
+# refuses the surrogate, json builds them all again (~0.3 s inline here).
+HOSTILE = b'{"operations":[' + b"{}," * ((DEFAULT_MAX_BODY_BYTES - 40) // 3) + b'{}],"x":"\\ud800"}'
+# Inline, the loop stalled for the whole parse (over 150 ms); off the loop
+# it stalls for no more than scheduling noise on a busy two-core machine.
+MAX_STALL_S = 0.06
+
+
+@pytest.fixture
+async def relay() -> AsyncIterator[Relay]:
+    relay = create_relay(MemoryStore())
+    async with relay.running():
+        yield relay
+
+
+@pytest.fixture
+async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=relay.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+        yield client
+
+
+def padded(body: bytes) -> bytes:
+    """``body`` with trailing whitespace (JSON allows it) past ``OFF_LOOP_BYTES``."""
+    return body + b" " * (OFF_LOOP_BYTES + 1 - len(body))
+
+
+async def test_requests_are_answered_while_a_large_body_is_parsed(
+    relay: Relay, client: httpx.AsyncClient
+) -> None:
+    assert len(HOSTILE) <= DEFAULT_MAX_BODY_BYTES
+    await client.post("/operations", content=padded(b"{}"))  # the child is up
+    gaps: list[float] = []
+    answered: list[float] = []
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async def ask() -> None:
+        while True:
+            sent = time.perf_counter()
+            assert (await client.get("/healthz")).status_code == 200
+            answered.append(time.perf_counter() - sent)
+            await asyncio.sleep(0.005)
+
+    background = [asyncio.create_task(tick()), asyncio.create_task(ask())]
+    response = await client.post("/operations", content=HOSTILE)
+    for task in background:
+        task.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": f"at most {MAX_OPERATIONS_PER_REQUEST} operations per request"
+    }
+    assert len(answered) >= 3  # answered while the body was parsed
+    assert max(gaps) < MAX_STALL_S and max(answered) < MAX_STALL_S
+
+
+BODIES = {
+    "not-json": b"{not json",
+    "not-utf8": b"\xff\xfe",
+    "array-not-object": b"[]",
+    "missing-operations": b"{}",
+    "operations-not-array": b'{"operations": "eyJ"}',
+    "empty-array": b'{"operations": []}',
+    "non-string-items": b'{"operations": [1, 2]}',
+    "nested-too-deep": b'{"operations": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    "over-100-items": json.dumps({"operations": ["x"] * (MAX_OPERATIONS_PER_REQUEST + 1)}).encode(),
+    "json-only-lone-surrogate": b'{"operations": ["not-a-jws"], "x": "\\ud800"}',
+    "well-formed": b'{"operations": ["not-a-jws"]}',
+}
+
+
+@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
+async def test_a_large_body_is_answered_as_the_same_body_small(
+    relay: Relay, client: httpx.AsyncClient, body: bytes
+) -> None:
+    small = await client.post("/operations", content=body)
+    large = await client.post("/operations", content=padded(body))
+    assert (large.status_code, large.json()) == (small.status_code, small.json())
+    try:
+        parse_operations_body(body)
+    except ApiError as exc:  # the inline parser's own answer
+        assert (small.status_code, small.json()) == (exc.status, {"error": exc.message})
+    else:
+        assert small.status_code == 200
+    assert relay.parse_pool._child is not None  # the large one went to the child
+
+
+async def test_a_dead_parse_child_costs_no_answer(relay: Relay, client: httpx.AsyncClient) -> None:
+    body = padded(b'{"operations": []}')
+    first = await client.post("/operations", content=body)
+    child = relay.parse_pool._child
+    assert child is not None
+    child.kill()
+    await child.wait()
+    again = await client.post("/operations", content=body)  # parsed inline
+    assert (again.status_code, again.json()) == (first.status_code, first.json())
+    then = await client.post("/operations", content=body)  # a new child
+    assert (then.status_code, then.json()) == (first.status_code, first.json())
+    assert relay.parse_pool._child is not None and relay.parse_pool._child is not child
+
+
+async def test_the_parse_child_stops_with_the_relay() -> None:
+    relay = create_relay(MemoryStore())
+    async with relay.running():
+        transport = httpx.ASGITransport(app=relay.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+            await client.post("/operations", content=padded(b"{}"))
+        child = relay.parse_pool._child
+        assert child is not None and child.returncode is None
+    assert child.returncode == 0 and relay.parse_pool._child is None
