@@ -35,7 +35,8 @@ def test_a_large_body_is_answered_and_the_child_ends_with_the_relay(
     stop_signal: signal.Signals,
 ) -> None:
     relay = RelayProcess(["--store", "memory://"])
-    body = b'{"operations": []}' + b" " * OFF_LOOP_BYTES
+    # over OFF_LOOP_BYTES and many elements: parsed in the child
+    body = b'{"operations": [], "x": [' + b"0," * (OFF_LOOP_BYTES // 2) + b"0]}"
     with relay.explained(), httpx.Client(base_url=relay.url, timeout=30) as client:
         response = client.post("/operations", content=body)
         assert (response.status_code, response.json()) == (

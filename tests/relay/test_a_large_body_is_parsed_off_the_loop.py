@@ -19,7 +19,9 @@ from relay.config import DEFAULT_MAX_BODY_BYTES, MAX_OPERATIONS_PER_REQUEST
 from relay.http.errors import ApiError
 from relay.http.operations_body import parse_operations_body
 from relay.parse_pool import OFF_LOOP_BYTES
+from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.relay_api import PAST_MS
 
 # 1.4 million empty objects, then a lone surrogate: orjson builds them all and
 # refuses the surrogate, json builds them all again (~0.3 s inline here).
@@ -29,9 +31,16 @@ HOSTILE = b'{"operations":[' + b"{}," * ((DEFAULT_MAX_BODY_BYTES - 40) // 3) + b
 MAX_STALL_S = 0.06
 
 
+def by_size_alone(relay: Relay) -> Relay:
+    """``relay`` sending every body over ``OFF_LOOP_BYTES`` to its parse child,
+    however few elements it holds (so that padding alone takes a body there)."""
+    relay.parse_pool.off_loop_commas = -1
+    return relay
+
+
 @pytest.fixture
 async def relay() -> AsyncIterator[Relay]:
-    relay = create_relay(MemoryStore())
+    relay = by_size_alone(create_relay(MemoryStore()))
     async with relay.running():
         yield relay
 
@@ -130,7 +139,7 @@ async def test_a_dead_parse_child_costs_no_answer(relay: Relay, client: httpx.As
 
 
 async def test_the_parse_child_stops_with_the_relay() -> None:
-    relay = create_relay(MemoryStore())
+    relay = by_size_alone(create_relay(MemoryStore()))
     async with relay.running():
         transport = httpx.ASGITransport(app=relay.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
@@ -138,3 +147,24 @@ async def test_the_parse_child_stops_with_the_relay() -> None:
         child = relay.parse_pool._child
         assert child is not None and child.returncode is None
     assert child.returncode == 0 and relay.parse_pool._child is None
+
+
+async def test_an_ordinary_full_batch_is_parsed_inline() -> None:
+    """A full batch of real tokens is over ``OFF_LOOP_BYTES`` but cheap to parse
+    (a JWS compact string holds no comma): it pays no round trip to the child,
+    while a body of many elements goes there."""
+    tokens = mixed_workload(MAX_OPERATIONS_PER_REQUEST, seed=5, now_ms=PAST_MS)
+    batch = json.dumps({"operations": tokens[:MAX_OPERATIONS_PER_REQUEST]}).encode()
+    assert len(batch) > OFF_LOOP_BYTES
+    relay = create_relay(MemoryStore())
+    async with relay.running():
+        transport = httpx.ASGITransport(app=relay.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+            answer = await client.post("/operations", content=batch)
+            assert answer.status_code == 200
+            assert relay.parse_pool._child is None
+            many = b'{"operations": [], "x": [' + b"0," * (OFF_LOOP_BYTES // 2) + b"0]}"
+            assert len(many) > OFF_LOOP_BYTES
+            answer = await client.post("/operations", content=many)
+            assert answer.json() == {"error": "operations must not be empty"}
+            assert relay.parse_pool._child is not None
