@@ -19,15 +19,22 @@ more than ``OFF_LOOP_COMMAS`` commas. An ordinary batch (100 tokens, ~75
 KiB; a JWS compact string holds no comma) parses inline: ingestion pays no
 round trip.
 
+A caller may count values its own way and run a cheap body its own way:
+an uploaded content-plane document (up to 16 MiB) also counts its opening
+brackets (its depth check scans them), and one that is cheap to check, or
+whose child is gone, is checked on a worker thread (``relay.http.content``).
+
 The child is ``python -m relay.parse_child``, a plain subprocess rather than
 a ``multiprocessing`` one: that would re-import the embedding program's
 ``__main__`` in the child (a script without a main guard would start a
 second relay there). One child per relay process, started on the first
-large body, one body at a time, stopped with the relay. The answer never
-depends on the child: one that cannot start or that died is replaced on the
-next large body, and the body it was given is parsed inline. The parse
-function and what it raises must pickle (a module-level function;
-exceptions that rebuild from their ``__reduce__``).
+large body, one body at a time (operations bodies and documents share it),
+stopped with the relay. The answer never depends on the child: one that
+cannot start or that died is replaced on the next large body, and the body
+it was given is parsed inline (or by the caller's fallback). The parse
+function and what it raises must pickle (a module-level function or a
+``functools.partial`` of one; exceptions that rebuild from their
+``__reduce__``).
 
 Not bounded here: how many bodies wait for the child (each is its request's
 own, within the body cap) or how long one waits.
@@ -42,21 +49,32 @@ import os
 import pickle
 import struct
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["OFF_LOOP_BYTES", "OFF_LOOP_COMMAS", "ParsePool", "read_frame", "write_frame"]
+__all__ = [
+    "OFF_LOOP_BYTES", "OFF_LOOP_COMMAS", "Fallback", "ParsePool", "count_commas", "read_frame",
+    "write_frame",
+]  # fmt: skip
 
 OFF_LOOP_BYTES = 64 * 1024
 OFF_LOOP_COMMAS = 1024  # ten times a full batch's (99)
 FRAME_HEAD = struct.Struct(">Q")  # each message: its length, then its pickle
 T = TypeVar("T")
+# how the caller runs ``function(body)`` itself when the child is gone
+Fallback: TypeAlias = Callable[[Callable[[bytes], T], bytes], Awaitable[T]]
 log = logging.getLogger("dfos_relay.parse_pool")
 
 
 def write_frame(stream: Any, value: object) -> None:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(FRAME_HEAD.pack(len(data)) + data)
+    stream.write(FRAME_HEAD.pack(len(data)))
+    stream.write(data)  # not joined to its head: a body is up to 16 MiB, not copied twice
+
+
+def count_commas(body: bytes) -> int:
+    """The values of a JSON body, roughly: each but a container's first follows a comma."""
+    return body.count(b",")
 
 
 def read_frame(read_exactly: Callable[[int], bytes]) -> object:
@@ -71,6 +89,10 @@ def _child_environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
+async def _call_here(function: Callable[[bytes], T], body: bytes) -> T:
+    return function(body)
+
+
 def _retrieve(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
@@ -81,7 +103,12 @@ class _ChildGone(Exception):
 
 
 class ParsePool:
-    """``await parse(function, body)``: inline for a small or a cheap body, else in the child."""
+    """``await parse(function, body)``: inline for a small or a cheap body, else in the child.
+
+    A caller with its own measure of cost, or its own way of running a cheap
+    body (a worker thread), asks ``is_costly(body, count_values)`` and calls
+    ``in_child`` with its fallback (``relay.http.content`` does).
+    """
 
     def __init__(
         self, off_loop_bytes: int = OFF_LOOP_BYTES, off_loop_commas: int = OFF_LOOP_COMMAS
@@ -91,9 +118,21 @@ class ParsePool:
         self._child: asyncio.subprocess.Process | None = None
         self._turn = asyncio.Lock()  # one body at a time on the pipe
 
+    def is_costly(self, body: bytes, count_values: Callable[[bytes], int] = count_commas) -> bool:
+        """``body`` is over ``off_loop_bytes`` and holds more than
+        ``off_loop_commas`` values, as ``count_values`` counts them."""
+        return len(body) > self.off_loop_bytes and count_values(body) > self.off_loop_commas
+
     async def parse(self, function: Callable[[bytes], T], body: bytes) -> T:
-        if len(body) <= self.off_loop_bytes or body.count(b",") <= self.off_loop_commas:
+        if not self.is_costly(body):
             return function(body)
+        return await self.in_child(function, body, fallback=_call_here)
+
+    async def in_child(
+        self, function: Callable[[bytes], T], body: bytes, fallback: Fallback[T]
+    ) -> T:
+        """``function(body)`` in the child: its value, or what it raised;
+        ``await fallback(function, body)`` when the child is gone."""
         # shielded: a request cancelled mid-exchange must not leave half an
         # answer in the pipe for the next one
         exchange = asyncio.ensure_future(self._exchange(function, body))
@@ -101,7 +140,7 @@ class ParsePool:
         try:
             status, value = await asyncio.shield(exchange)
         except _ChildGone:
-            return function(body)
+            return await fallback(function, body)
         if status == "raised":
             raise value
         return value  # type: ignore[no-any-return]
