@@ -22,7 +22,7 @@ writing (uploads look at no credential at all).
 """
 
 from .access import auth_token_signer, authenticate, authorize_read, authorize_write
-from .documents import check_document, operation_document_cid
+from .documents import check_document, document_values, operation_document_cid
 from .errors import ContentAccessError, Forbidden, InvalidDocument, Unauthenticated
 from .keys import current_state_resolver
 
@@ -37,5 +37,6 @@ __all__ = [
     "authorize_write",
     "check_document",
     "current_state_resolver",
+    "document_values",
     "operation_document_cid",
 ]

@@ -9,10 +9,23 @@ Handlers load states from the store and hand them to the pure rules in
 Order of checks: plane enabled (501), auth token (401), chain / operation /
 document exists (404), right to read or write (403), body (413, 400).
 Blobs are keyed by (creator DID, documentCID) and kept byte for byte.
+
 Checking a document is CPU-bound and parses the whole body (a 16 MiB array
-of empty objects is ~3 s of CPU and ~450 MB of Python objects): it runs on a
-worker thread, so the event loop keeps serving, and one at a time per relay
-(``Relay.document_checks``), so concurrent uploads cannot multiply that memory.
+of empty objects is ~4-9 s of CPU and ~450 MB of Python objects). A worker
+thread does not free the event loop for it: the depth scan, the JSON parse
+and much of the dag-cbor encoding are C calls that hold the GIL. Measured at
+the 16 MiB cap with a concurrent ``GET /healthz``, on a thread the loop
+stalled up to ~1 s for empty objects, ~1.2 s for 16 MiB of ``[`` and ~3.6 s
+for arrays nested 510 deep side by side; in the parse child, 20-100 ms
+(scheduling noise on a busy two-core machine). So a costly body (over 64 KiB
+with more than 1,024 values, counting commas and opening brackets:
+``document_values``) is checked in the relay's parse child
+(``relay.parse_pool``), a cheap one on a worker thread, as is the body of a
+child that is gone; the answers are the same. A long text is cheap: 16 MiB
+of one string is ~0.1-0.2 s of checking in C calls of ~20-30 ms, which is
+also what the loop spends receiving the body and would spend sending it to
+the child. One check at a time per relay (``Relay.document_checks``), so
+concurrent uploads cannot multiply that memory.
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -34,6 +48,7 @@ from relay.content_plane import (
     authorize_read,
     authorize_write,
     check_document,
+    document_values,
     operation_document_cid,
 )
 from relay.protocol import ContentState, IdentityState
@@ -43,11 +58,15 @@ from .context import relay_of
 from .errors import ApiError
 from .params import read_body_capped
 
+if TYPE_CHECKING:
+    from relay.engine import Relay
+
 HEAD_REF = "head"
 # Blobs are opaque bytes (openapi.yaml, v0.7.1 relays): a client must get the
 # stored bytes, not a JSON value it would re-serialise.
 BLOB_MEDIA_TYPE = "application/octet-stream"
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 
 _STATUS: dict[type[ContentAccessError], int] = {
     Unauthenticated: 401,
@@ -112,6 +131,24 @@ async def chain_operation(store: ProofReader, content_id: str, cid: str) -> Oper
     return op
 
 
+async def on_a_thread(function: Callable[[bytes], T], body: bytes) -> T:
+    return await asyncio.to_thread(function, body)
+
+
+async def check_uploaded_document(relay: Relay, body: bytes, document_cid: str) -> None:
+    """``check_document`` off the event loop: a costly body in the parse child,
+    a cheap one (or one the child could not take) on a worker thread."""
+    check = functools.partial(check_document, document_cid=document_cid)  # pickles
+    pool = relay.parse_pool
+    async with relay.document_checks:
+        # counting a 16 MiB body's values is ~20 ms of C: on the thread, the
+        # loop runs between its counts
+        if await asyncio.to_thread(pool.is_costly, body, document_values):
+            await pool.in_child(check, body, fallback=on_a_thread)
+        else:
+            await on_a_thread(check, body)
+
+
 @content_plane
 async def upload_blob(request: Request) -> Response:
     relay = relay_of(request)
@@ -125,8 +162,7 @@ async def upload_blob(request: Request) -> Response:
     creator = await identity_state(relay.store, content.creator_did)
     authorize_write(caller, content, op.author_did, creator)
     body = await read_body_capped(request, relay.config.max_blob_bytes)
-    async with relay.document_checks:
-        await asyncio.to_thread(check_document, body, document_cid)
+    await check_uploaded_document(relay, body, document_cid)
     await relay.store.put_blob(content.creator_did, document_cid, body)
     return JSONResponse(
         {
