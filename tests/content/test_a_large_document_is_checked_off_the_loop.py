@@ -27,9 +27,16 @@ from stores.memory import MemoryStore
 from .conftest import World, doc_bytes, start_world
 
 HOSTILE_BYTES = 4 * 1024 * 1024  # a quarter of the default blob cap keeps the test short
+
+
+def empty_objects(size: int) -> bytes:
+    """A JSON array of empty objects, ``size`` bytes at most."""
+    return b"[" + b"{}," * ((size - 4) // 3) + b"{}]"
+
+
 HOSTILE = {
     # ~1.4 million empty objects: depth scan, parse and encoding all cost
-    "many-tiny-values": b"[" + b"{}," * ((HOSTILE_BYTES - 4) // 3) + b"{}]",
+    "many-tiny-values": empty_objects(HOSTILE_BYTES),
     # no comma at all: the depth scan alone costs, by the bracket
     "open-brackets": b"[" * HOSTILE_BYTES,
 }
@@ -150,6 +157,25 @@ async def test_a_dead_parse_child_costs_no_answer(world: World) -> None:
     valid = await w.upload(w.alice, w.genesis)  # a new child
     assert valid.status_code == 200
     assert w.relay.parse_pool._child is not None and w.relay.parse_pool._child is not child
+
+
+async def test_a_child_killed_mid_check_costs_no_answer(world: World) -> None:
+    w = world
+    body = empty_objects(HOSTILE_BYTES // 2)  # ~0.5-1 s to check
+    expected = (400, {"error": ""})
+    try:
+        check_document(body, cid_of(w.docs[w.genesis]))
+    except InvalidDocument as exc:
+        expected = (400, {"error": str(exc)})
+    upload = asyncio.create_task(w.upload(w.alice, w.genesis, body))
+    async with asyncio.timeout(5):
+        while w.relay.parse_pool._child is None:  # the body is on its way there
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    child = w.relay.parse_pool._child
+    assert not upload.done()
+    child.kill()
+    assert answer(await upload) == expected  # checked again, on a thread
 
 
 async def test_an_ordinary_document_is_checked_on_a_thread(world: World) -> None:
