@@ -12,6 +12,9 @@ A content chain's ops need their signers' identities: ops that come back
 waiting for an identity or key make us read through those signers' identity
 logs from the same peer, which wakes the buffered content ops.
 
+``identity_log`` reads one identity log from one given peer (a pushing
+relay's own identity, to check its sender proof: ``relay.peering.sender_auth``).
+
 Single flight: concurrent misses on one chain share one task (owned here,
 cancelled on shutdown); each caller waits at most ``read_through_deadline_s``
 and a slow peer keeps no GET waiting past that.
@@ -83,6 +86,12 @@ class ReadThrough:
         except TimeoutError:
             log.warning("read-through of %s %s passed its deadline; answering 404", kind, chain_id)
             return False
+
+    async def identity_log(self, url: str, did: str) -> list[str] | None:
+        """``did``'s identity log as ``url`` serves it (a peer that pushed to
+        us naming that DID, whatever its configured behaviours), unverified
+        and not ingested; None if it has none. Raises ``PeerError``."""
+        return await self._fetch_chain(url, "identity", did)
 
     def _forget(self, key: tuple[ChainKind, str], task: asyncio.Task[bool]) -> None:
         if self._inflight.get(key) is task:
