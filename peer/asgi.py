@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from peer.base import FANOUT_HOP_HEADER, RELAY_SENDER_HEADER
+from peer.base import FANOUT_HOP_HEADER, RELAY_SENDER_HEADER, RELAY_SENDER_PROOF_HEADER
 
 
 def _origin(url: httpx.URL) -> str:
@@ -42,6 +42,7 @@ class RecordedPost:
     started: int  # a transport-wide counter: orders requests
     ended: int = -1  # -1 while in flight (or when it failed)
     status: int = 0
+    proof: str | None = None  # RELAY_SENDER_PROOF_HEADER
 
 
 class AsgiMeshTransport(httpx.AsyncBaseTransport):
@@ -81,6 +82,7 @@ class AsgiMeshTransport(httpx.AsyncBaseTransport):
             request.headers.get(FANOUT_HOP_HEADER),
             tuple(t for t in body.get("operations", ()) if isinstance(t, str)),
             next(self._clock),
+            proof=request.headers.get(RELAY_SENDER_PROOF_HEADER),
         )
         self.posts.append(post)
         response = await transport.handle_async_request(request)

@@ -261,6 +261,10 @@ UNKNOWN_CURSOR_FIELD = "cursorUnknown"
 # can resolve it to a configured peer and never push those ops back to it.
 # The receiver trusts it for nothing else: the ops are verified as usual.
 RELAY_SENDER_HEADER = "dfos-relay-sender"
+# ... and proves the name with a DFOS auth token (iss = its DID, aud = the
+# receiver's DID, short-lived; relay.peering.sender_proof). Without a proof
+# that verifies, the receiver treats the push as a client's.
+RELAY_SENDER_PROOF_HEADER = "dfos-relay-sender-proof"
 # Rendezvous fan-out: "1" pushed by the origin to a coordinator, "2"
 # forwarded by a coordinator (not forwarded again); absent: a plain client
 # or v0.7.1 push.

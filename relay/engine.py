@@ -28,7 +28,7 @@ from relay.ingest.retry import PolicyRetry
 from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.parse_pool import ParsePool
-from relay.protocol import Ed25519Keypair
+from relay.protocol import Ed25519Keypair, create_auth_token
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
 from relay.reconcile.scoped import ScopedItems
@@ -99,6 +99,8 @@ class Relay:
         # large POST /operations bodies are parsed in a child process
         self.parse_pool = ParsePool()
         self.peering = peering
+        if peering is not None:
+            peering.watch_unproven(self.metrics.push_unproven)
         self._given_identity = identity
         self._identity: RelayIdentityRecord | None = None
         self._keypair: Ed25519Keypair | None = None
@@ -135,6 +137,7 @@ class Relay:
             self.sync_index.start()
             await self.bans.refresh()
             self._identity = await self._load_identity()
+            self._keypair = Ed25519Keypair.from_seed(self._identity.seed)
             resumed = await self.ingestor.drain_buffer()
             if resumed:
                 log.info("resumed %d buffered operations", resumed)
@@ -213,14 +216,29 @@ class Relay:
         return results
 
     async def ingest_pushed(
-        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+        self,
+        tokens: Sequence[object],
+        sender_did: str | None,
+        hop: str | None,
+        proof: str | None = None,
     ) -> list[IngestionResult]:
         """POST /operations with its relay push headers (sender DID, fan-out
-        hop); peering decides what they mean (``PeeringService.ingest_push``)."""
+        hop, sender proof); peering decides what they mean
+        (``PeeringService.ingest_push``)."""
         peering = self.peering
         if peering is None or not self.started:
             return await self.ingest(tokens)
-        return await peering.ingest_push(tokens, sender_did, hop)
+        return await peering.ingest_push(tokens, sender_did, hop, proof)
+
+    def sign_auth_token(self, audience: str, iat: int, exp: int) -> str:
+        """An auth token (PROTOCOL.md "Auth Tokens") signed by the relay
+        identity key: ``iss`` = ``sub`` = the relay DID (peering's sender
+        proofs)."""
+        identity, keypair = self._identity, self._keypair
+        if identity is None or keypair is None:
+            raise RelayNotStartedError("relay not started")
+        kid = f"{identity.did}#{identity.key_id}"
+        return create_auth_token(keypair, kid, identity.did, audience, iat, exp)
 
     def advertised_peers(self) -> list[dict[str, str]]:
         """The well-known document's ``peers`` entry (additive)."""
@@ -259,11 +277,13 @@ class Relay:
         client = self._reconcile_client()
         peer = peer_url.rstrip("/")
         peering = self.peering
+        if peering is not None and direction != "pull":
+            await peering.know(peer)  # our pushes name and prove us to it
         report = await reconcile(
             self, self.sync_index, client, peer,
             direction=direction, window=window, bounds=bounds, scope=scope,
             skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
-            push_headers=peering.push_headers() if peering else None,
+            push_headers=(lambda: peering.push_headers(peer)) if peering else None,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

@@ -16,6 +16,7 @@ from peer.base import (
     FANOUT_HOP_HEADER,
     LOCAL_ONLY_HEADER,
     RELAY_SENDER_HEADER,
+    RELAY_SENDER_PROOF_HEADER,
     UNKNOWN_CURSOR_FIELD,
     UNKNOWN_CURSOR_HEADER,
 )
@@ -55,9 +56,15 @@ async def post_operations(request: Request) -> JSONResponse:
     body = await read_body_capped(request, relay.config.max_body_bytes)
     # a large body is parsed off the event loop (relay.parse_pool)
     tokens = await relay.parse_pool.parse(parse_operations_body, body)
-    # a relay's push names the relay (echo suppression, fan-out); a client's does not
-    sender = request.headers.get(RELAY_SENDER_HEADER)
-    results = await relay.ingest_pushed(tokens, sender, request.headers.get(FANOUT_HOP_HEADER))
+    # a relay's push names and proves the relay (echo suppression, fan-out);
+    # a client's does not
+    headers = request.headers
+    results = await relay.ingest_pushed(
+        tokens,
+        headers.get(RELAY_SENDER_HEADER),
+        headers.get(FANOUT_HOP_HEADER),
+        headers.get(RELAY_SENDER_PROOF_HEADER),
+    )
     return JSONResponse({"results": [wire.ingestion_result(r) for r in results]})
 
 

@@ -16,6 +16,9 @@ Recording API (cheap, synchronous, safe to call from any task):
 - ``set_pending(by_dependency, oldest_age_s)``: the pending buffer by what
   its ops wait for, and how long the oldest has waited (from the relay's
   pending overview at scrape time).
+- ``push_unproven(reason)``: ``dfos_relay_peer_pushes_unproven_total{reason}``,
+  pushes naming a sender relay whose sender proof was missing, invalid or
+  not checkable (the sender's identity not held), taken as a client's.
 - ``links.update(views)``: the replication ledger's gauges per link
   (``link_metrics``), at scrape time.
 """
@@ -116,6 +119,12 @@ class RelayMetrics:
             ["peer"],
             registry=r,
         )
+        self.pushes_unproven = Counter(
+            "dfos_relay_peer_pushes_unproven",
+            "Pushes naming a sender relay without a valid sender proof (taken as a client's)",
+            ["reason"],  # missing, invalid, unknown_identity
+            registry=r,
+        )
 
         self.reconcile = ReconcileMetrics(r)
         self.links = LinkMetrics(r)
@@ -179,6 +188,9 @@ class RelayMetrics:
             self.peer_lag.labels(url).set(lag)
         if not ok:
             self.peer_failures.labels(url).inc()
+
+    def push_unproven(self, reason: str) -> None:
+        self.pushes_unproven.labels(reason).inc()
 
     async def refresh(self, store: _Store) -> None:
         self.log_length.set(await store.log_length())

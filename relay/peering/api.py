@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -53,13 +53,29 @@ class PeeringService(Protocol):
 
     # the push side (issue 15): sender resolution, echo suppression, fan-out hops
     async def ingest_push(
-        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+        self,
+        tokens: Sequence[object],
+        sender_did: str | None,
+        hop: str | None,
+        proof: str | None = None,
     ) -> list[IngestionResult]:
-        """Ingest a POST /operations: ``sender_did`` and ``hop`` are its relay
-        push headers (absent: a client push)."""
+        """Ingest a POST /operations: ``sender_did``, ``hop`` and ``proof``
+        are its relay push headers (absent: a client push)."""
         ...
 
     def note_received(self, source: str, cids: Iterable[str]) -> None: ...
     def sent_us(self, peer_url: str, cid: str) -> bool: ...
-    def push_headers(self) -> Mapping[str, str]: ...
+    async def know(self, peer_url: str) -> None:
+        """Before pushing to ``peer_url``: learn its DID if we can (without
+        it, ``push_headers`` has no proof to give)."""
+        ...
+
+    def push_headers(self, peer_url: str) -> Mapping[str, str]:
+        """The headers of a push to ``peer_url`` (sender DID and its proof)."""
+        ...
+
+    def watch_unproven(self, listener: Callable[[str], None]) -> None:
+        """``listener(reason)`` for every push naming a sender it did not prove."""
+        ...
+
     def advertised_peers(self) -> list[dict[str, str]]: ...

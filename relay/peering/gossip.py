@@ -10,10 +10,12 @@ backoff, up to a bounded number of attempts.
 
 An op is never offered back to the peer it came from (``source``), and a
 lane drops, when it sends a batch, every op ``skip`` says its peer sent us
-by any path (``Peering.sent_us``, over ``relay.peering.echo``). Every push names this relay
-in ``RELAY_SENDER_HEADER`` (so the receiver resolves it to a peer, not a
-client) and carries the item's fan-out hop in ``FANOUT_HOP_HEADER``; a batch
-mixing hops goes out as one POST per hop.
+by any path (``Peering.sent_us``, over ``relay.peering.echo``). Every push
+names this relay in ``RELAY_SENDER_HEADER`` and proves it in
+``RELAY_SENDER_PROOF_HEADER`` (so the receiver resolves it to a peer, not a
+client; asked for per attempt, as a proof can expire during retries) and
+carries the item's fan-out hop in ``FANOUT_HOP_HEADER``; a batch mixing hops
+goes out as one POST per hop.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ class Outgoing:
     hop: str | None = None
 
 
-# The headers every push carries (the sender's DID, once it is known).
-PushHeaders = Callable[[], Mapping[str, str]]
+# The headers every push to a peer URL carries (the sender's DID once it is
+# known, its proof once the peer's DID is known).
+PushHeaders = Callable[[str], Mapping[str, str]]
 
 
 # (peer URL, op CID) -> True when the op is not to be pushed to that peer.
@@ -65,7 +68,7 @@ Skip = Callable[[str, str], bool]
 Prepare = Callable[[str], Awaitable[None]]
 
 
-def _no_headers() -> Mapping[str, str]:
+def _no_headers(peer_url: str) -> Mapping[str, str]:
     return {}
 
 
@@ -186,13 +189,16 @@ class GossipLane:
             await self._deliver_hop([i.jws_token for i in batch if i.hop == hop], hop)
 
     async def _deliver_hop(self, batch: list[str], hop: str | None) -> None:
-        headers = dict(self._headers())
-        if hop is not None:
-            headers[FANOUT_HOP_HEADER] = hop
         for attempt in range(1, self._config.gossip_max_attempts + 1):
             wait = self._backoff.delay(self.peer_url)
             if wait:
                 await asyncio.sleep(wait)
+            if attempt > 1:  # a peer that was down: its DID (our proof's audience) now
+                await self._prepare(self.peer_url)
+            # per attempt: retries can outlast a sender proof
+            headers = dict(self._headers(self.peer_url))
+            if hop is not None:
+                headers[FANOUT_HOP_HEADER] = hop
             try:
                 await self._client.submit_operations(self.peer_url, batch, headers)
             except PeerError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from relay.rules.outcomes import IngestionResult
 from stores.base import ChainRecord, LinkDirection, LinkRecord, LogPage, PendingOp
@@ -36,3 +36,10 @@ class PeeringHost(Protocol):
     async def ingest(
         self, tokens: Sequence[object], source: str | None = None
     ) -> list[IngestionResult]: ...
+
+
+@runtime_checkable
+class SigningHost(Protocol):
+    """A host that signs with its relay identity key (sender proofs)."""
+
+    def sign_auth_token(self, audience: str, iat: int, exp: int) -> str: ...

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from peer.base import (
     RELAY_SENDER_HEADER,
+    RELAY_SENDER_PROOF_HEADER,
     PeerClient,
     PeerConfig,
     coordinator_hop,
     parse_peer_configs,
 )
+from relay.protocol import IdentityState
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from stores.base import FULL_SCOPE
 
@@ -35,13 +38,15 @@ from .discovery import learn_peers
 from .echo import EchoMemory
 from .fanout import FanOut, Routed, arrival_hop, arriving_with
 from .gossip import Gossip, Outgoing, PushHooks
-from .host import PeeringHost
+from .host import PeeringHost, SigningHost
 from .lead import PullLead
 from .ledger import DIRECTIONS, LinkLedger
 from .link_view import LinkView, link_view
 from .live import LiveFollow
 from .read_through import ReadThrough
 from .repair import ReconcileRepair, ReconcilingHost
+from .sender_auth import SenderAuth
+from .sender_proof import ProofMinter
 from .sync import SyncIn
 from .tasks import cancel_all
 from .watermark import OutLinks
@@ -72,7 +77,7 @@ class Peering:
             client,
             self.backoff,
             config,
-            PushHooks(self.sent_us, self.push_headers, self._know),
+            PushHooks(self.sent_us, self.push_headers, self.know),
         )
         self.fanout = FanOut(self.gossip, self.directory, config, self._did)
         self.learned: dict[str, str] = {}  # peer URL -> DID, learned by discovery
@@ -82,6 +87,11 @@ class Peering:
             [p.url for p in peers if p.read_through], client, self.backoff, config
         )
         self.sync = SyncIn([p.url for p in peers if p.sync], client, self.backoff, config)
+        # sender proofs: ours on every push, the pushers' checked on every push
+        self.proofs = ProofMinter()
+        self.senders = SenderAuth(
+            self._identity_state, self.reads.identity_log, config.read_through_deadline_s
+        )
         self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
         self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
         self.sync.repair = self.repair
@@ -141,6 +151,7 @@ class Peering:
         await self.fanout.stop()
         await self.gossip.stop()
         await self.reads.stop()
+        await self.senders.stop()
         self.sync.stop()
         await self.ledger.stop()
         self._host = None
@@ -158,19 +169,27 @@ class Peering:
         self.out_links.offer_done(lanes)
 
     async def ingest_push(
-        self, tokens: Sequence[object], sender_did: str | None, hop: str | None
+        self,
+        tokens: Sequence[object],
+        sender_did: str | None,
+        hop: str | None,
+        proof: str | None = None,
     ) -> list[IngestionResult]:
         """POST /operations from a client (no sender) or a relay naming its
-        DID. A DID that maps to a peer makes that peer the source (nothing
-        goes back to it) and its hop routes the ops; an unknown DID is a
-        client, but what it sent is remembered under the DID so nothing goes
-        back to it either once we learn its URL. Pending ops remember how
-        they arrived (routed when sequenced); hop-"1" duplicates are
-        forwarded still."""
+        DID. A sender that ``proof`` does not prove (``senders``) is a
+        client. A proven DID that maps to a peer makes that peer the source
+        (nothing goes back to it) and its hop routes the ops; a proven DID
+        we cannot place is a client, but what it sent is remembered under
+        the DID so nothing goes back to it either once we learn its URL.
+        Pending ops remember how they arrived (routed when sequenced);
+        hop-"1" duplicates are forwarded still."""
         host = self._host
         if host is None:
             raise RuntimeError("peering is not started")
-        source = await self.peer_url_of(sender_did) if sender_did else None
+        # (no proof: no peer lookup, which may read peers' well-known documents)
+        source = await self.peer_url_of(sender_did) if sender_did and proof else None
+        if sender_did and not await self.senders.proven(sender_did, proof, self._did(), source):
+            sender_did = source = None  # a client's push: no source, no hop routing
         arrival = (source, hop if source is not None else None)
         for text in tokens:
             if isinstance(text, str):
@@ -217,13 +236,33 @@ class Peering:
             url = self.directory.url_of(relay_did)
         return url
 
-    async def _know(self, peer_url: str) -> None:
-        """Before a push: learn the peer's DID if we can (echoes by DID)."""
+    async def know(self, peer_url: str) -> None:
+        """Before a push: learn the peer's DID if we can (echoes by DID, the
+        audience of our sender proof)."""
         await self.directory.resolve_if_due([peer_url])
 
-    def push_headers(self) -> Mapping[str, str]:
+    def push_headers(self, peer_url: str) -> Mapping[str, str]:
+        """Our DID and its proof, for a push to ``peer_url``. None until we
+        know the peer's DID (the proof's audience): a claim we cannot prove
+        would make the peer take us for a client all the same."""
         did = self._did()
-        return {RELAY_SENDER_HEADER: did} if did else {}
+        audience = self.directory.did_of(peer_url)
+        if not did or audience is None or not isinstance(self._host, SigningHost):
+            return {}
+        proof = self.proofs.proof_for(audience, self._host.sign_auth_token, int(time.time()))
+        return {RELAY_SENDER_HEADER: did, RELAY_SENDER_PROOF_HEADER: proof}
+
+    def watch_unproven(self, listener: Callable[[str], None]) -> None:
+        self.senders.listeners.append(listener)
+
+    async def _identity_state(self, did: str) -> IdentityState | None:
+        """``did``'s head state as our store holds it (None: not an identity here)."""
+        if self._host is None:
+            return None
+        chain = await self._host.store.get_chain(did)
+        if chain is None or chain.kind != "identity":
+            return None
+        return IdentityState.from_record(chain.state)
 
     def advertised_peers(self) -> list[dict[str, str]]:
         """The well-known ``peers``: every gossip peer, with its DID when known."""

@@ -138,13 +138,14 @@ async def reconcile(
     bounds: ReconcileBounds | None = None,
     scope: Scope | None = None,
     skip_push: Callable[[str], bool] | None = None,
-    push_headers: Mapping[str, str] | None = None,
+    push_headers: Callable[[], Mapping[str, str]] | None = None,
 ) -> ReconcileReport:
     """One run against ``peer_url``; failures are in ``report.error``.
 
     With ``scope``, both sides reconcile that scope's effective items only.
     ``skip_push(cid)`` true: not pushed (the peer sent it to us: echo
-    suppression); ``push_headers`` go on every push (the sender header)."""
+    suppression); ``push_headers()`` go on every push (the sender header and
+    its proof, asked for per push: a long run outlives a proof)."""
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
@@ -297,7 +298,7 @@ async def _push(
     report: ReconcileReport,
     have: list[bytes],
     skip: Callable[[str], bool] | None,
-    headers: Mapping[str, str] | None,
+    headers: Callable[[], Mapping[str, str]] | None,
 ) -> None:
     cids = [cid_from_id(i) for i in have]
     if skip is not None:
@@ -308,5 +309,5 @@ async def _push(
     ordered = transfer_order(ops)
     for at in range(0, len(ordered), PUSH_BATCH):
         batch = [op.jws_token for op in ordered[at : at + PUSH_BATCH]]
-        await client.submit_operations(report.peer, batch, headers)
+        await client.submit_operations(report.peer, batch, headers() if headers else None)
         report.pushed += len(batch)
