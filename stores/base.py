@@ -13,6 +13,8 @@ against the smallest one it needs:
 - ``PeerCursorStore`` sync cursors the peers issued
 - ``LinkLedgerStore`` the per-link replication ledger (``LinkRecord``)
 - ``RelayIdentityStore`` the relay's own persistent DID and key
+- ``ForkReader``      one chain's tips and one branch of it, read without
+                      the rest of the chain (fork and DID routes)
 - ``StatusStore``     what explains an op's status: where it sits in the log,
                       what it waits for, its recent rejection; the buffer's summary
 - ``ModerationStore`` bans, purges, dropping buffered ops (``stores.moderation``)
@@ -170,6 +172,17 @@ class FeedEntry:
 class LogPage:
     entries: tuple[LogEntry, ...]
     cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPage:
+    """A window of one branch of a chain: the ops from genesis to the
+    branch's last op along parent links, genesis first. ``length`` counts the
+    whole branch; ``entries`` are ``branch[start : start + limit]``."""
+
+    length: int
+    start: int
+    entries: tuple[FeedEntry, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -631,6 +644,36 @@ class FeedStore(Protocol):
         ...
 
 
+class ForkReader(Protocol):
+    """One chain's fork structure, read without the rest of the chain. Both
+    reads see the chain's ops of ``kind`` with ``seq <= until_seq`` only (a
+    snapshot, as ``FeedStore``'s): an op is a child only of a parent among
+    them, and ops of other kinds or chains are not part of the chain."""
+
+    async def read_chain_tips(
+        self, chain_id: str, kind: OperationKind, until_seq: int
+    ) -> list[FeedEntry]:
+        """The chain's tips (ops no other op names as its parent) in seq
+        order; empty for an unknown (or purged) chain."""
+        ...
+
+    async def read_branch(
+        self,
+        chain_id: str,
+        kind: OperationKind,
+        cid: str,
+        until_seq: int,
+        after: str | None,
+        limit: int,
+    ) -> BranchPage | None:
+        """The branch that ends at ``cid``, from the op after ``after`` (from
+        genesis without it), at most ``limit`` entries; None when ``cid`` is
+        not an op of the chain. Raises ``UnknownCursorError`` when ``after``
+        is not on the branch. Returns a window, never the whole branch: the
+        cost in rows is ``limit``, whatever the chain's length."""
+        ...
+
+
 class SyncStore(Protocol):
     """What reconciliation reads: every op as a (seq, createdAt, CID) item,
     and the ops a peer asks for by CID."""
@@ -653,6 +696,7 @@ class RelayStore(
     LinkLedgerStore,
     RelayIdentityStore,
     FeedStore,
+    ForkReader,
     StatusStore,
     SyncStore,
     ModerationStore,

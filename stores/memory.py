@@ -42,6 +42,7 @@ from stores.base import (
 from stores.epoch import new_epoch
 from stores.leases import Lease, ProcessLeases
 from stores.memory_admin import MemoryAdmin
+from stores.memory_forks import MemoryForks
 from stores.memory_links import MemoryLinks
 from stores.memory_rows import (
     ChainSeqs,
@@ -62,7 +63,7 @@ from stores.state_reads import read_state_stepwise
 CHAIN_KINDS = frozenset({"identity-op", "content-op"})
 
 
-class MemoryStore(MemoryAdmin, MemoryLinks):
+class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
     """A ``RelayStore`` held in process memory."""
 
     def __init__(self) -> None:

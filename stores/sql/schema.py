@@ -34,6 +34,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      triggers on ``raw_ops`` (v6), and on ``raw_copies`` (v7)
 - ``raw_copies``     other tokens of a buffered CID, by (cid, token hash);
                      deleted with the CID's ``raw_ops`` row by a trigger (v7)
+- ``ops_children``   ops by parent CID and position (v9): a chain's tips are
+                     its ops without a child, found without reading the chain
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -314,6 +316,12 @@ _V7: list[str | Only] = [
 # its highest purged position is one index read, like the ops' own.
 _V8 = ["CREATE INDEX purged_ops_pos ON purged_ops (pos)"]
 
+# A chain's tips (its ops that no op names as parent) by one probe per op
+# instead of reading every op of the chain (``stores.sql.forks``).
+# With the position: a child is found as of a snapshot by this index alone
+# (a planner may otherwise AND it with a range scan of the whole log).
+_V9 = ["CREATE INDEX ops_children ON ops (parent_cid, pos) WHERE parent_cid IS NOT NULL"]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -324,6 +332,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     6: _V6,
     7: _V7,
     8: _V8,
+    9: _V9,
 }
 LATEST_VERSION = max(MIGRATIONS)
 

@@ -39,6 +39,7 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
+from stores.sql.forks import SqlForks
 from stores.sql.links import SqlLinks
 from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
@@ -66,7 +67,7 @@ def _in_log_order(entries: list[FeedEntry], kinds: Collection[OperationKind]) ->
     return entries
 
 
-class SqlStore(SqlModeration, SqlLinks):
+class SqlStore(SqlModeration, SqlLinks, SqlForks):
     def __init__(self, dialect: Dialect) -> None:
         self._d = dialect
         self._q: Queries = render_queries(dialect)
