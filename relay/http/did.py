@@ -27,8 +27,6 @@ from starlette.routing import Route
 
 from relay.protocol import IdentityState, is_dfos_did
 from relay.protocol.did_document import DID_DOCUMENT_MEDIA_TYPE, did_resolution_result
-from relay.rules.forks import branch_to
-from stores.base import OperationKind
 
 from . import proof
 from .context import relay_of
@@ -36,7 +34,6 @@ from .errors import ApiError
 
 RESOLUTION_MEDIA_TYPE = 'application/ld+json;profile="https://w3id.org/did-resolution"'
 DOCUMENT_MEDIA_TYPES = (DID_DOCUMENT_MEDIA_TYPE, "application/did+json")
-_IDENTITY_OPS: tuple[OperationKind, ...] = ("identity-op",)
 
 
 def _failure(status: int, code: str, message: str) -> JSONResponse:
@@ -54,18 +51,20 @@ async def resolve_did(request: Request) -> JSONResponse:
     except ApiError:
         return _failure(404, "notFound", "identity not found")
     store = relay_of(request).store
-    ops = await store.read_chain_entries(did, _IDENTITY_OPS, await store.log_length())
-    if not ops:  # purged between the two reads
-        return _failure(404, "notFound", "identity not found")
-    branch = branch_to(ops, chain.head_cid) or []
-    if not branch:  # the head is committed with its op: this is corruption
+    head_seq = await store.log_length()
+    # the head's branch: its length and its first op (genesis), not its ops
+    branch = await store.read_branch(did, "identity-op", chain.head_cid, head_seq, None, 1)
+    if branch is None or not branch.entries:
+        if not await store.read_chain_tips(did, "identity-op", head_seq):
+            return _failure(404, "notFound", "identity not found")  # purged since
+        # the head is committed with its op: this is corruption
         raise ApiError(500, "the identity's head operation is missing")
     state = IdentityState.from_record(chain.state)
     result = did_resolution_result(
         state,
-        created_ms=branch[0].created_at_ms,
-        updated_ms=branch[-1].created_at_ms,
-        operation_count=len(branch),
+        created_ms=branch.entries[0].created_at_ms,
+        updated_ms=chain.head_created_at_ms,  # the head op's createdAt
+        operation_count=branch.length,
         version_id=chain.head_cid,
     )
     status = 410 if state.is_deleted else 200

@@ -10,8 +10,9 @@
   400 for a ``branch`` that is not an op of this chain, 404 for an unknown
   chain. Without ``branch`` the chain log is served as before.
 
-Tips and branches come from one read of the chain's ops bounded by the log
-head seq read just before: a consistent snapshot while ingestion goes on.
+Each answer reads what it shows, not the chain: the tips (``read_chain_tips``)
+or one window of the branch with its length (``read_branch``), bounded by the
+log head seq read just before: a consistent snapshot while ingestion goes on.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from relay.protocol import is_cid
-from relay.rules.forks import branch_to, tips_of
-from stores.base import FeedEntry, LogEntry, OperationKind
+from relay.rules.forks import tips_of
+from stores.base import ChainRecord, FeedEntry, LogEntry, OperationKind, UnknownCursorError
 from stores.paging import page_after
 
 from . import proof, wire
@@ -36,29 +37,32 @@ ChainKind = Literal["identity", "content"]
 _OP_KIND: dict[ChainKind, OperationKind] = {"identity": "identity-op", "content": "content-op"}
 
 
-async def _chain_ops(request: Request, kind: ChainKind, chain_id: str) -> list[FeedEntry]:
-    """Every op of the chain (404 when the chain is unknown, after read-through,
-    or was purged since: then its record was found but none of its ops)."""
-    await proof.chain_or_404(request, kind, chain_id)
+async def _tips(
+    request: Request, kind: ChainKind, chain_id: str
+) -> tuple[ChainRecord, list[FeedEntry]]:
+    """The chain and its tips in head-key order (404 when the chain is unknown,
+    after read-through, or was purged since: then its record was found but
+    none of its ops)."""
+    chain = await proof.chain_or_404(request, kind, chain_id)
     store = relay_of(request).store
     head_seq = await store.log_length()
-    ops = await store.read_chain_entries(chain_id, (_OP_KIND[kind],), head_seq)
-    if not ops:
+    tips = await store.read_chain_tips(chain_id, _OP_KIND[kind], head_seq)
+    if not tips:
         raise ApiError(404, f"{kind} chain not found")
-    return ops
+    return chain, tips_of(tips)
 
 
 async def get_identity_tips(request: Request) -> JSONResponse:
     did = request.path_params["did"]
-    ops = await _chain_ops(request, "identity", did)
-    return JSONResponse({"did": did, **wire.chain_tips(tips_of(ops))})
+    _, tips = await _tips(request, "identity", did)
+    return JSONResponse({"did": did, **wire.chain_tips(tips)})
 
 
 async def get_content_tips(request: Request) -> JSONResponse:
     content_id = request.path_params["content_id"]
-    ops = await _chain_ops(request, "content", content_id)
-    genesis = next(op.cid for op in ops if op.parent_cid is None)
-    body = {"contentId": content_id, "genesisCID": genesis, **wire.chain_tips(tips_of(ops))}
+    chain, tips = await _tips(request, "content", content_id)
+    # the chain's one parentless op, the root every tip descends from
+    body = {"contentId": content_id, "genesisCID": chain.genesis_cid, **wire.chain_tips(tips)}
     return JSONResponse(body)
 
 
@@ -67,17 +71,19 @@ async def _branch_log(request: Request, kind: ChainKind, chain_id: str) -> Respo
     if not is_cid(branch):
         raise ApiError(400, "branch must be an operation CID")
     after, limit = page_params(request)
-    path = branch_to(await _chain_ops(request, kind, chain_id), branch)
+    await proof.chain_or_404(request, kind, chain_id)
+    store = relay_of(request).store
+    head_seq = await store.log_length()
+    try:
+        path = await store.read_branch(chain_id, _OP_KIND[kind], branch, head_seq, after, limit)
+    except UnknownCursorError:
+        return proof.unknown_cursor_response()
     if path is None:
+        if not await store.read_chain_tips(chain_id, _OP_KIND[kind], head_seq):
+            raise ApiError(404, f"{kind} chain not found")  # purged since
         raise ApiError(400, f"branch {branch} is not an operation of this {kind} chain")
-    start = 0
-    if after is not None:
-        position = next((i for i, op in enumerate(path) if op.cid == after), None)
-        if position is None:
-            return proof.unknown_cursor_response()
-        start = position + 1
-    window = [LogEntry(op.cid, op.jws_token, op.kind, op.chain_id, op.seq) for op in path]
-    page = page_after(window[start : start + limit], limit, has_more=start + limit < len(path))
+    window = [LogEntry(op.cid, op.jws_token, op.kind, op.chain_id, op.seq) for op in path.entries]
+    page = page_after(window, limit, has_more=path.start + limit < path.length)
     return JSONResponse({**wire.chain_log(page), "branch": branch})
 
 
