@@ -9,7 +9,6 @@ by an older version are rejected cleanly by the restart's drain."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -22,19 +21,12 @@ from relay.testing.workload import WorkloadBuilder
 from stores.base import CommitBatch, PendingOp, RelayStore, waits_for_op
 from tests.stores.conftest import reopen
 from tests.support.relay_api import PAST_MS, get_json, post
+from tests.support.served import Clock
 
 HOUR_MS = 3600 * 1000
 MINUTE_MS = 60 * 1000
 NOW_MS = PAST_MS + 1000 * HOUR_MS
 TOO_FAR = "createdAt is more than 24h in the future"
-
-
-@dataclass
-class Clock:
-    now_ms: int
-
-    def __call__(self) -> int:
-        return self.now_ms
 
 
 @pytest.fixture
