@@ -3,10 +3,13 @@
 A relay pushing to a peer's POST /operations names itself in
 ``RELAY_SENDER_HEADER`` and proves it in ``RELAY_SENDER_PROOF_HEADER`` with
 a DFOS auth token (PROTOCOL.md "Auth Tokens"): ``iss`` = ``sub`` = its relay
-DID, ``kid`` a key of that identity, ``aud`` = the receiving relay's DID,
-short-lived. The receiver takes the push as the named peer's (echo
-suppression, fan-out hops) only if the token verifies against that
-identity's current keys as held in its own store.
+DID, ``kid`` a key of that identity, ``aud`` = ``<receiving relay's DID>#push``,
+short-lived. The audience is the push plane's own, as the admin plane's is
+(``<DID>#admin``): a content-plane token (``aud`` = the relay DID) is no
+sender proof, and a sender proof opens no content plane. The receiver
+takes the push as the named peer's (echo suppression, fan-out hops) only if
+the token verifies against that identity's current keys as held in its own
+store.
 
 Role: ``ProofMinter`` keeps one token per audience and renews it when less
 than ``SENDER_PROOF_RENEW_S`` is left (signing per push would cost an
@@ -38,8 +41,15 @@ SENDER_PROOF_BACKDATE_S = 60  # ...and from this long before (a receiver's clock
 SENDER_PROOF_RENEW_S = 120  # a proof with less than this left is replaced before a push
 SENDER_PROOF_MAX_LIFETIME_S = 900  # longest exp - iat a receiver accepts
 
-# (audience DID, iat, exp) -> an auth token signed by the relay identity key
+PUSH_AUDIENCE_FRAGMENT = "#push"  # aud = <receiving relay DID>#push
+
+# (audience, iat, exp) -> an auth token signed by the relay identity key
 SignAuthToken = Callable[[str, int, int], str]
+
+
+def push_audience(relay_did: str) -> str:
+    """The ``aud`` of a sender proof for pushes to the relay ``relay_did``."""
+    return relay_did + PUSH_AUDIENCE_FRAGMENT
 
 
 class SenderProofError(Exception):
@@ -58,8 +68,9 @@ def check_sender_proof(
     token: str, sender_did: str, identity: IdentityState | None, audience: str, now_s: int
 ) -> ProvenSender:
     """Verify ``token`` as a proof that ``sender_did`` pushes to ``audience``
-    (this relay) at ``now_s``, against ``identity``, the sender's head state
-    as this relay holds it (None: not held). Raises ``SenderProofError``."""
+    (this relay's DID; the token names its push audience) at ``now_s``,
+    against ``identity``, the sender's head state as this relay holds it
+    (None: not held). Raises ``SenderProofError``."""
     if identity is None:
         raise SenderProofError(f"identity {sender_did} is not held here")
     if identity.did != sender_did:
@@ -68,7 +79,9 @@ def check_sender_proof(
         raise SenderProofError(f"identity {sender_did} is deleted")
     resolver = current_state_resolver({sender_did: identity})
     try:
-        claims = verify_auth_token(token, resolver, audience, now_s, SENDER_PROOF_MAX_LIFETIME_S)
+        claims = verify_auth_token(
+            token, resolver, push_audience(audience), now_s, SENDER_PROOF_MAX_LIFETIME_S
+        )
     except KeyNotFoundError as exc:
         raise SenderProofError(f"not signed by a current key of {sender_did}") from exc
     except ProtocolError as exc:
@@ -79,7 +92,7 @@ def check_sender_proof(
 
 
 class ProofMinter:
-    """One proof per audience, reused until it nears expiry.
+    """One proof per peer DID (``audience``), reused until it nears expiry.
 
     Holds at most one token per peer DID pushed to (configured and
     discovered peers: bounded by the peer list)."""
@@ -93,7 +106,7 @@ class ProofMinter:
         if held is not None and held[1] - now_s > SENDER_PROOF_RENEW_S:
             return held[0]
         exp = now_s + SENDER_PROOF_LIFETIME_S
-        token = sign(audience, now_s - SENDER_PROOF_BACKDATE_S, exp)
+        token = sign(push_audience(audience), now_s - SENDER_PROOF_BACKDATE_S, exp)
         self._held[audience] = (token, exp)
         self.minted += 1
         return token

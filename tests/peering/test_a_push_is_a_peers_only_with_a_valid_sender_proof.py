@@ -16,7 +16,11 @@ import pytest
 from peer.base import RELAY_SENDER_HEADER, RELAY_SENDER_PROOF_HEADER
 from relay import Relay
 from relay.peering.sender_auth import REASONS
-from relay.peering.sender_proof import SENDER_PROOF_BACKDATE_S, SENDER_PROOF_LIFETIME_S
+from relay.peering.sender_proof import (
+    SENDER_PROOF_BACKDATE_S,
+    SENDER_PROOF_LIFETIME_S,
+    push_audience,
+)
 from relay.testing.workload import mixed_workload
 from tests.peering.loopback_pair import Pair, loopback_pair, unproven
 from tests.support.relay_api import PAST_MS
@@ -36,8 +40,9 @@ async def push_naming_a(pair: Pair, proof: str, tokens: list[str]) -> list[str]:
     return [r["cid"] for r in results]
 
 
-def signed_by(relay: Relay, audience: str, iat: int, exp: int) -> str:
-    return relay.sign_auth_token(audience, iat, exp)
+def signed_by(relay: Relay, receiver: str, iat: int, exp: int) -> str:
+    """``relay``'s sender proof for pushes to the relay whose DID is ``receiver``."""
+    return relay.sign_auth_token(push_audience(receiver), iat, exp)
 
 
 async def test_a_valid_proof_makes_the_push_the_named_peers(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from relay.content_plane import Unauthenticated, authenticate
 from relay.peering.sender_proof import (
     SENDER_PROOF_BACKDATE_S,
     SENDER_PROOF_LIFETIME_S,
@@ -17,6 +18,7 @@ from relay.peering.sender_proof import (
     ProofMinter,
     SenderProofError,
     check_sender_proof,
+    push_audience,
 )
 from relay.protocol import Ed25519Keypair, IdentityState, create_auth_token, verify_identity_chain
 from relay.relay_identity import new_relay_identity
@@ -42,7 +44,7 @@ OTHER_KEY, OTHER = relay_identity(3)
 def proof(
     keypair: Ed25519Keypair = SENDER_KEY,
     iss: str = SENDER.did,
-    aud: str = RECEIVER.did,
+    aud: str = push_audience(RECEIVER.did),
     iat: int = NOW - SENDER_PROOF_BACKDATE_S,
     exp: int = NOW + SENDER_PROOF_LIFETIME_S,
 ) -> str:
@@ -57,8 +59,10 @@ def test_a_proof_from_the_senders_key_for_this_relay_is_accepted() -> None:
 @pytest.mark.parametrize(
     "token",
     [
-        pytest.param(proof(aud=OTHER.did), id="another-relays-audience"),
-        pytest.param(proof(aud=SENDER.did), id="the-senders-own-audience"),
+        pytest.param(proof(aud=push_audience(OTHER.did)), id="another-relays-audience"),
+        pytest.param(proof(aud=push_audience(SENDER.did)), id="the-senders-own-audience"),
+        pytest.param(proof(aud=RECEIVER.did), id="a-content-plane-token"),
+        pytest.param(proof(aud=f"{RECEIVER.did}#admin"), id="an-admin-token"),
         pytest.param(proof(iat=NOW - 400, exp=NOW), id="expired"),
         pytest.param(proof(iat=NOW + 10), id="issued-in-the-future"),
         pytest.param(
@@ -92,7 +96,9 @@ def test_the_minter_reuses_a_proof_per_audience_until_it_nears_expiry() -> None:
         return proof(aud=audience, iat=iat, exp=exp)
 
     first = minter.proof_for(RECEIVER.did, sign, NOW)
-    assert signed == [(RECEIVER.did, NOW - SENDER_PROOF_BACKDATE_S, NOW + SENDER_PROOF_LIFETIME_S)]
+    assert signed == [
+        (push_audience(RECEIVER.did), NOW - SENDER_PROOF_BACKDATE_S, NOW + SENDER_PROOF_LIFETIME_S)
+    ]
     later = NOW + SENDER_PROOF_LIFETIME_S - SENDER_PROOF_RENEW_S - 1
     assert minter.proof_for(RECEIVER.did, sign, later) == first  # reused
     assert minter.proof_for(OTHER.did, sign, NOW) != first  # one per audience
@@ -102,3 +108,10 @@ def test_the_minter_reuses_a_proof_per_audience_until_it_nears_expiry() -> None:
     assert check_sender_proof(
         renewed, SENDER.did, SENDER, RECEIVER.did, later + 1 + SENDER_PROOF_RENEW_S
     )
+
+
+def test_a_sender_proof_opens_no_content_plane() -> None:
+    """Its audience is the push plane's: the content plane (aud = the relay
+    DID) refuses it as any token of another audience."""
+    with pytest.raises(Unauthenticated, match="aud"):
+        authenticate(proof(), SENDER, RECEIVER.did, NOW, SENDER_PROOF_MAX_LIFETIME_S)
