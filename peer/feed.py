@@ -7,12 +7,16 @@ token it yielded (``Last-Event-ID``), so nothing is missed or repeated; a
 URL) and a relay without a feed (a v0.7.1 relay: 404) raises
 ``FeedUnavailable``. Other 4xx answers raise ``FeedRejected``. One event
 (its lines up to the blank line) holds at most ``MAX_EVENT_BYTES``: a peer
-streaming past that breaks the connection, like any other fault.
+streaming past that breaks the connection, like any other fault. The
+stream is inflated in bounded steps (``peer.inflate``) and a refusal's
+body is read up to ``MAX_ERROR_BYTES``, so neither a compressed body nor
+an endless error page grows past those bounds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +26,15 @@ import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
+from peer.inflate import ACCEPTED_ENCODINGS, EncodingError, inflated
 from relay.protocol.untrusted import ascii_decimal, json_value
 
 # One event of the feed: an op's token (the relay takes 4 MiB bodies) in its
 # JSON envelope, with room.
 MAX_EVENT_BYTES = 6 * 1024 * 1024
+# The body of a refusal (a 410 names the peer's epoch and minSeq): read this
+# much of it at most.
+MAX_ERROR_BYTES = 64 * 1024
 
 
 class FeedClientError(Exception):
@@ -158,11 +166,13 @@ async def _one_connection(
     http: httpx.AsyncClient, url: str, since: str | None, opts: FollowOptions
 ) -> AsyncIterator[FeedEvent]:
     endpoint = url.rstrip("/") + "/changes"
-    async with aconnect_sse(http, "GET", endpoint, params=opts.params(since)) as source:
+    # only what ``inflated`` decodes with a bound, whatever httpx would announce
+    headers = {"accept-encoding": ACCEPTED_ENCODINGS}
+    params = opts.params(since)
+    async with aconnect_sse(http, "GET", endpoint, params=params, headers=headers) as source:
         response = source.response
         if response.status_code != 200:
-            await response.aread()
-            _raise_for(url, response)
+            _raise_for(url, response.status_code, await _error_body(url, response))
         content_type = response.headers.get("content-type", "").partition(";")[0]
         if "text/event-stream" not in content_type:
             raise SSEError(f"{url}: feed answered content-type {content_type[:80]!r}")
@@ -182,8 +192,10 @@ async def _bounded_events(url: str, response: httpx.Response) -> AsyncIterator[S
     """``response``'s events (httpx-sse's decoders), refusing one that
     passes ``MAX_EVENT_BYTES`` before its blank line, on one line or many."""
     lines, decoder = SSELineDecoder(), SSEDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")  # SSE is UTF-8
     held = 0  # characters since the last event ended (one chunk of slack)
-    async for text in response.aiter_text():
+    async for piece in _body(url, response):
+        text = utf8.decode(piece)
         held += len(text)
         if held > MAX_EVENT_BYTES:
             raise httpx.RemoteProtocolError(f"{url}: feed event over {MAX_EVENT_BYTES} bytes")
@@ -193,7 +205,7 @@ async def _bounded_events(url: str, response: httpx.Response) -> AsyncIterator[S
                 held = 0
             if sse is not None:
                 yield sse
-    for line in lines.flush():
+    for line in [*lines.decode(utf8.decode(b"", final=True)), *lines.flush()]:
         sse = decoder.decode(line)
         if sse is not None:
             yield sse
@@ -211,12 +223,32 @@ def _event_data(url: str, event: str, text: str) -> dict[str, Any]:
     return data
 
 
-def _raise_for(url: str, response: httpx.Response) -> None:
+async def _body(url: str, response: httpx.Response) -> AsyncIterator[bytes]:
+    """``response``'s body decoded in bounded pieces (``peer.inflate``); a
+    body we cannot decode breaks the connection, like any stream fault."""
     try:
-        body = response.json()
+        async for piece in inflated(response):
+            yield piece
+    except EncodingError as exc:
+        raise httpx.RemoteProtocolError(f"{url}: feed body: {exc}") from exc
+
+
+async def _error_body(url: str, response: httpx.Response) -> bytes:
+    """At most ``MAX_ERROR_BYTES`` of a refusal's body: an error document,
+    not a stream a peer may make endless."""
+    body = b""
+    async for piece in _body(url, response):
+        body += piece[: MAX_ERROR_BYTES - len(body)]
+        if len(body) >= MAX_ERROR_BYTES:
+            break
+    return body
+
+
+def _raise_for(url: str, status: int, raw: bytes) -> None:
+    try:
+        body: Any = json_value(raw)
     except ValueError:
-        body = response.text[:200]
-    status = response.status_code
+        body = raw[:200].decode("utf-8", "replace")
     if status == 410 and isinstance(body, dict):
         raise _gap(url, body)
     if status in (404, 405, 501):

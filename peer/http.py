@@ -36,6 +36,7 @@ from peer.base import (
     PeerUnreachable,
     parse_log_page,
 )
+from peer.inflate import ACCEPTED_ENCODINGS, EncodingError, decompressor, inflate
 from relay.protocol.untrusted import ascii_decimal, json_value
 
 DEFAULT_CONNECT_TIMEOUT_S = 2.0
@@ -229,46 +230,37 @@ class HttpPeerClient:
             if len(body) > cap:
                 raise PeerResponseTooLarge(peer_url, f"response passed the {cap}-byte cap")
             return body
-        inflate = _decompressor(peer_url, response)
+        inflater = _decompressor(peer_url, response)
         chunks: list[bytes] = []
         received = size = 0
         # raw bytes, inflated here with a bound: httpx would inflate each
         # network chunk whole (a 64 KiB gzip chunk is 64 MiB) before we count it
         async for raw in response.aiter_raw():
             received += len(raw)
-            chunk = raw if inflate is None else _inflate(peer_url, inflate, raw, cap - size + 1)
+            chunk = raw if inflater is None else _inflate(peer_url, inflater, raw, cap - size + 1)
             size += len(chunk)
             if size > cap or received > cap:  # leaving the stream context closes the connection
                 raise PeerResponseTooLarge(peer_url, f"response passed the {cap}-byte cap")
             chunks.append(chunk)
-        if inflate is not None and received and not inflate.eof:
+        if inflater is not None and received and not inflater.eof:
             raise PeerMalformedPage(peer_url, "compressed response is truncated")
         return b"".join(chunks)
 
 
-ACCEPTED_ENCODINGS = "gzip, deflate"
-
-
 def _decompressor(peer_url: str, response: httpx.Response) -> zlib._Decompress | None:
-    """A zlib decompressor for the response's ``Content-Encoding`` (None: identity)."""
-    values = response.headers.get_list("content-encoding", split_commas=True)
-    codings = [v.strip().lower() for v in values if v.strip().lower() not in ("", "identity")]
-    if not codings:
-        return None
-    if codings == ["gzip"] or codings == ["x-gzip"]:
-        return zlib.decompressobj(zlib.MAX_WBITS | 16)
-    if codings == ["deflate"]:
-        return zlib.decompressobj(zlib.MAX_WBITS)  # zlib-wrapped, as RFC 9110 defines it
-    raise PeerMalformedPage(peer_url, f"unsupported content-encoding {', '.join(codings)[:80]!r}")
+    try:
+        return decompressor(response.headers)
+    except EncodingError as exc:
+        raise PeerMalformedPage(peer_url, str(exc)) from exc
 
 
-def _inflate(peer_url: str, inflate: zlib._Decompress, raw: bytes, max_length: int) -> bytes:
+def _inflate(peer_url: str, inflater: zlib._Decompress, raw: bytes, max_length: int) -> bytes:
     """At most ``max_length`` bytes of ``raw`` inflated (more stays unread:
     the caller treats a full ``max_length`` as passing the cap)."""
     try:
-        return inflate.decompress(raw, max_length)
-    except zlib.error as exc:
-        raise PeerMalformedPage(peer_url, f"compressed response is corrupt: {exc}") from exc
+        return inflate(inflater, raw, max_length)
+    except EncodingError as exc:
+        raise PeerMalformedPage(peer_url, str(exc)) from exc
 
 
 def _clamp(limit: int | None) -> int:
