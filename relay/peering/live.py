@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-
-import httpx
+from typing import Any, cast
 
 from peer.feed import (
     FeedClientError,
@@ -34,9 +33,11 @@ from peer.feed import (
     FollowOptions,
     follow,
 )
+from peer.http import HttpPeerClient
 from relay.rules.outcomes import IngestionResult, Status
 
 from .config import PeeringConfig
+from .directory import WellKnownClient
 from .host import PeeringHost
 from .ledger import LinkLedger, describe
 from .link_view import token_seq
@@ -58,9 +59,11 @@ class LiveFollow:
         sync: SyncIn,
         config: PeeringConfig,
         repair: ReconcileRepair | None = None,
+        client: object = None,
     ) -> None:
         self._peers = tuple(peer_urls)
         self._sync = sync
+        self._client = client  # the peering's peer client: reads well-known documents
         self._config = config
         self._repair = repair
         self._tasks: list[asyncio.Task[None]] = []
@@ -207,9 +210,8 @@ class LiveFollow:
 
     async def _resync(self, host: PeeringHost, url: str, key: str) -> None:
         self._waiting.pop(url, None)  # the repair replays what they waited for
-        async with httpx.AsyncClient(timeout=10) as http:
-            feed = (await http.get(url.rstrip("/") + "/.well-known/dfos-relay")).json()
-        described = feed.get("changesFeed") if isinstance(feed, dict) else None
+        feed = await self._well_known(url)
+        described = feed.get("changesFeed")
         if not isinstance(described, dict):
             described = {}
         epoch, head = described.get("epoch"), described.get("headSeq")
@@ -223,6 +225,19 @@ class LiveFollow:
             await self._replay(host, url)
         self._replaying.pop(url, None)
         await host.store.set_peer_cursor(key, f"{epoch}.{head}")
+
+    async def _well_known(self, url: str) -> dict[str, Any]:
+        """The peer's well-known document, read by the peer client: capped in
+        bytes and time, as every other answer of a peer (a peer that answers
+        410 and then an endless document would hold the repair, and memory)."""
+        get = getattr(self._client, "get_well_known", None)
+        if get is not None:
+            return await cast(WellKnownClient, self._client).get_well_known(url)
+        client = HttpPeerClient()  # a peer client that reads no documents (a test's)
+        try:
+            return await client.get_well_known(url)
+        finally:
+            await client.aclose()
 
     async def _replay(self, host: PeeringHost, url: str) -> None:
         """The peer's log from its start, in calls of a few budgets while

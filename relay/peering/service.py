@@ -93,7 +93,9 @@ class Peering:
             self._identity_state, self.reads.identity_log, config.read_through_deadline_s
         )
         self.repair = ReconcileRepair([p.url for p in peers if p.reconcile], self.backoff, config)
-        self.live = LiveFollow([p.url for p in peers if p.live], self.sync, config, self.repair)
+        self.live = LiveFollow(
+            [p.url for p in peers if p.live], self.sync, config, self.repair, client
+        )
         self.sync.repair = self.repair
         in_scope = FULL_SCOPE if config.scope is None else config.scope.scope_id
         self._pulled = [p.url for p in peers if p.live or p.sync]
