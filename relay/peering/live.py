@@ -72,6 +72,7 @@ class LiveFollow:
         self._waiting: dict[str, dict[str, str]] = {}  # per peer: cid -> token of waiting ops
         # peers whose log replay after a gap is not done: the log cursor before it
         self._replaying: dict[str, str | None] = {}
+        self._caught_up: set[str] = set()  # peers whose feed reached EOSE since the last connect
 
     def start(self, host: PeeringHost) -> None:
         self._waiting.clear()  # another process may have pulled since: the ledger tells
@@ -95,6 +96,7 @@ class LiveFollow:
         await self.ledger.set_state(url, "in", "initial")
         while True:
             await self.ledger.wait_unpaused(url, "in")
+            self._caught_up.discard(url)
             try:
                 await self._follow(host, url, key)
                 delay = self._config.backoff_base_s
@@ -105,6 +107,7 @@ class LiveFollow:
                 await self._poll(url)
                 return
             except FeedGapError as exc:
+                delay = self._fresh(url, delay)
                 log.warning("feed gap at peer %s (%s); repairing", url, exc)
                 await self.ledger.set_state(url, "in", "repairing")
                 try:
@@ -113,8 +116,18 @@ class LiveFollow:
                     delay = await self._failed(url, "repairing", failed, delay)
                     continue
                 await self.ledger.set_state(url, "in", "live")
+                # A repair is a reconcile run or a replay of the peer's log: a
+                # peer that answers every position with a gap must not have us
+                # repair in a loop, so the next one waits as after a failure.
+                await asyncio.sleep(delay)
+                delay = min(self._config.backoff_max_s, delay * 2)
             except Exception as exc:  # a peer's fault (or ours): logged, backed off, retried
-                delay = await self._failed(url, "following", exc, delay)
+                delay = await self._failed(url, "following", exc, self._fresh(url, delay))
+
+    def _fresh(self, url: str, delay: float) -> float:
+        """``delay``, or the base delay again once the feed caught up since
+        the last connect (the faults before are over)."""
+        return self._config.backoff_base_s if url in self._caught_up else delay
 
     async def _failed(self, url: str, doing: str, exc: Exception, delay: float) -> float:
         """Log and record the failure, wait ``delay``; the next delay."""
@@ -143,6 +156,7 @@ class LiveFollow:
                 batch.append(event)
             if event.kind == "eose":
                 caught_up = True
+                self._caught_up.add(url)
                 self._seen_head(url, event.data.get("seq"))
                 if not batch:
                     await self._record(url, [], [], caught_up)
