@@ -32,6 +32,9 @@ from relay.protocol.untrusted import ascii_decimal, json_value
 # One event of the feed: an op's token (the relay takes 4 MiB bodies) in its
 # JSON envelope, with room.
 MAX_EVENT_BYTES = 6 * 1024 * 1024
+# A progress token is ``<epoch>.<seq>``; the follower saves it as the peer's
+# cursor and sends it back in a URL, so one this long is not a token.
+MAX_TOKEN_CHARS = 256
 # The body of a refusal (a 410 names the peer's epoch and minSeq): read this
 # much of it at most.
 MAX_ERROR_BYTES = 64 * 1024
@@ -185,6 +188,8 @@ async def _one_connection(
                     raise _gap(url, data)
                 raise httpx.RemoteProtocolError(f"{url}: feed error: {data.get('error')}")
             token = sse.id or None if sse.event in ("op", "eose") else None
+            if token is not None and len(token) > MAX_TOKEN_CHARS:
+                raise httpx.RemoteProtocolError(f"{url}: feed event id is not a token")
             yield FeedEvent(sse.event, data, token)
 
 

@@ -1,7 +1,9 @@
 """The feed client (``peer.feed.follow``) against peers whose streams are
 odd: an event whose data is not a JSON object breaks the connection like
 any other fault of the stream (retried with backoff, then a typed error),
-never a stray ``ValueError`` out of the follower; a live stream the peer ends
+never a stray ``ValueError`` out of the follower; so does an event id too
+long to be a progress token (the follower would save it as the peer's
+cursor and send it back in a URL); a live stream the peer ends
 before ``until_seq`` is resumed, not taken for the end."""
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ GARBLED = {
 }
 
 
-def _peer(data: str) -> Starlette:
+def _peer(data: str, token: str = "e.1", event: str = "op") -> Starlette:
     async def changes(request: Request) -> Response:
-        body = f"event: op\nid: e.1\ndata: {data}\n\n"
+        body = f"event: {event}\nid: {token}\ndata: {data}\n\n"
         return Response(body, media_type="text/event-stream")
 
     return Starlette(routes=[Route("/changes", changes)])
@@ -38,6 +40,16 @@ async def test_an_event_that_is_not_a_json_object_is_a_stream_fault(data: str) -
         with pytest.raises(FeedClientError, match=r"gave up after 2 failures.*not a JSON object"):
             async for _ in follow("http://peer.test", options=options, client=http):
                 raise AssertionError("no event should come out of a garbled stream")
+
+
+@pytest.mark.parametrize("event", ["op", "eose"])
+async def test_an_event_id_too_long_for_a_token_is_a_stream_fault(event: str) -> None:
+    transport = httpx.ASGITransport(app=_peer('{"seq": 1}', "e." + "1" * 100_000, event))
+    options = FollowOptions(live=False, max_retries=0)
+    async with httpx.AsyncClient(transport=transport) as http:
+        with pytest.raises(FeedClientError, match="not a token"):
+            async for _ in follow("http://peer.test", options=options, client=http):
+                raise AssertionError("no event should come out with that id")
 
 
 async def test_a_live_stream_ended_before_until_seq_is_resumed() -> None:
