@@ -13,6 +13,9 @@ GOSSIP_MAX_ATTEMPTS = 8  # per batch, then dropped (sync repairs)
 GOSSIP_FLUSH_TIMEOUT_S = 2.0  # bounded flush on shutdown
 SYNC_PAGE_LIMIT = 1000  # the spec's max page size
 SYNC_BUDGET_OPS = 20_000  # per peer per cycle, so one huge peer cannot starve others
+# ... and seconds: a cycle waits for every peer's, and a peer serving pages
+# slowly (each within the request deadline) must not hold it for long either
+SYNC_CYCLE_S = 30.0
 READ_THROUGH_DEADLINE_S = 5.0  # how long a GET waits for a read-through
 READ_THROUGH_MAX_OPS = 10_000  # per chain log fetched from a peer
 READ_THROUGH_PAGE_LIMIT = 1000
@@ -33,6 +36,7 @@ class PeeringConfig:
     sync_interval_s: float | None = None  # None: sync only when asked
     sync_budget_ops: int = SYNC_BUDGET_OPS
     sync_page_limit: int = SYNC_PAGE_LIMIT
+    sync_cycle_s: float = SYNC_CYCLE_S  # no page is asked for after this long in a cycle
     gossip_batch: int = GOSSIP_BATCH
     gossip_queue_max: int = GOSSIP_QUEUE_MAX
     gossip_max_attempts: int = GOSSIP_MAX_ATTEMPTS
@@ -64,6 +68,8 @@ class PeeringConfig:
             raise ValueError(f"gossip_batch must be 1..{GOSSIP_BATCH}")
         if self.sync_interval_s is not None and self.sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
+        if self.sync_cycle_s <= 0:
+            raise ValueError("sync_cycle_s must be positive")
         if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:
             raise ValueError("reconcile_interval_s must be positive")
         if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:

@@ -23,8 +23,10 @@ current log head (whose CID it names in its changes feed) is reconciled
 and paging resumes from that head; otherwise we read its log again from
 the beginning, which is safe because ingest is idempotent. We never
 invent a cursor. Each cycle
-stops after ``sync_budget_ops`` entries per peer, so one huge peer cannot
-starve the others; the rest comes in later cycles.
+stops after ``sync_budget_ops`` entries per peer, or once it has asked a
+peer for pages for ``sync_cycle_s`` seconds, so neither a huge peer nor a
+slow one (every page just inside the request deadline) can starve the
+others, whose next cycle waits for this one; the rest comes in later cycles.
 
 With a scope configured (``PeeringConfig.scope``) the peer's scoped log is
 read instead (``GET /log?scope=``: the scope and its closure), under its own
@@ -45,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -141,6 +144,11 @@ class SyncIn:
         self._failed.discard(url)
         new = 0
         reset_allowed = True
+        ends = time.monotonic() + self._config.sync_cycle_s  # pages after it: next cycle
+
+        def more() -> bool:
+            return budget > 0 and time.monotonic() < ends
+
         fetch: asyncio.Task[PeerLogPage] | None = self._fetch(url, cursor, budget)
         try:
             while fetch is not None:
@@ -166,12 +174,12 @@ class SyncIn:
                     cursor = moved
                     await self._ledger_tokens(url, moved)
                     budget -= 1  # an empty page costs something: a peer cannot loop us
-                    if page.cursor is None or budget <= 0:
+                    if page.cursor is None or not more():
                         break
                     fetch = self._fetch(url, page.cursor, budget)
                     continue
                 budget -= len(page.entries)
-                if page.cursor is not None and page.cursor != cursor and budget > 0:
+                if page.cursor is not None and page.cursor != cursor and more():
                     fetch = self._fetch(url, page.cursor, budget)
                 tokens = [e.jws_token for e in page.entries]
                 results = await host.ingest(tokens, source=url)
@@ -197,7 +205,7 @@ class SyncIn:
                     await fetch
         self._backoff.success(url)
         _record(host, url, new, ok=True)
-        caught_up = {"caught_up_ms": self.ledger.clock()} if budget > 0 else {}
+        caught_up = {"caught_up_ms": self.ledger.clock()} if more() else {}
         await self.ledger.success(url, "in", **caught_up)
         await self.ledger.settle(url)
         return new

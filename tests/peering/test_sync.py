@@ -1,6 +1,6 @@
 """Sync-in: pages each sync peer's GET /log from the cursor it issued,
 ingests through the pipeline, persists the cursor after each page, and
-stops each cycle at a per-peer op budget."""
+stops each cycle at a per-peer op budget and time budget."""
 
 from __future__ import annotations
 
@@ -130,6 +130,29 @@ async def test_a_peer_whose_log_never_ends_cannot_hold_a_catch_up() -> None:
         async with relay.running():
             await asyncio.wait_for(relay.sync_peer(url), 30)
             assert next(pages) <= 50 * MAX_CYCLES_PER_CALL + 1
+
+
+async def test_a_peer_serving_pages_slowly_cannot_hold_a_cycle() -> None:
+    """Every page late (inside the request deadline), one op each, a new
+    cursor: a cycle stops asking after ``sync_cycle_s``, so the cycle that
+    every other sync peer waits for ends (the cursor keeps what was read)."""
+    token = mixed_workload(1, seed=17, now_ms=PAST_MS)[0]
+    pages = itertools.count()
+
+    async def log(request: object) -> JSONResponse:
+        await asyncio.sleep(0.3)
+        entry = {"cid": "bafyslow", "jwsToken": token}
+        return JSONResponse({"entries": [entry], "cursor": f"c{next(pages)}"})
+
+    cfg = replace(FAST, sync_cycle_s=1.0)
+    async with serve_on_loopback(Starlette(routes=[Route("/log", log)])) as url:
+        peering = build_peering([PeerConfig(url, gossip=False, read_through=False)], None, cfg)
+        relay = create_relay(MemoryStore(), peering=peering)
+        async with relay.running():
+            started = asyncio.get_running_loop().time()
+            await asyncio.wait_for(relay.sync_from_peers(), 10)
+            assert asyncio.get_running_loop().time() - started < 2.0
+            assert await relay.store.get_peer_cursor(url) is not None
 
 
 async def test_interval_loop_syncs_in_the_background(tmp_path: Path) -> None:
