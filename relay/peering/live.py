@@ -49,6 +49,9 @@ log = logging.getLogger("dfos_relay.peering")
 
 FEED_CURSOR_SUFFIX = "#changes"
 LIVE_BATCH = 100  # ops ingested together while catching up
+# ... holding at most this much token text: a peer's events may each be
+# near the feed client's MAX_EVENT_BYTES, and a batch waits in memory
+LIVE_BATCH_CHARS = 8 * 1024 * 1024
 REPLAY_CALLS = 20  # catch-up calls (of a few budgets each) one gap-repair attempt makes at most
 
 
@@ -146,6 +149,7 @@ class LiveFollow:
             scope=() if self._config.scope is None else self._config.scope.members,
         )
         batch: list[FeedEvent] = []
+        held = 0  # token characters in the batch
         caught_up = False
         async for event in follow(url, since=since, options=options):
             if self.ledger.paused(url, "in"):
@@ -153,16 +157,19 @@ class LiveFollow:
             if event.kind == "status":  # the head as of this connection (an epoch may reset it)
                 self._seen_head(url, event.data.get("headSeq"), at_connect=True)
             if event.kind == "op":
-                batch.append(event)
+                batch.append(_slim(event))
+                token = event.data.get("jwsToken")
+                held += len(token) if isinstance(token, str) else 0
             if event.kind == "eose":
                 caught_up = True
                 self._caught_up.add(url)
                 self._seen_head(url, event.data.get("seq"))
                 if not batch:
                     await self._record(url, [], [], caught_up)
-            if batch and (caught_up or len(batch) >= LIVE_BATCH or event.kind == "eose"):
+            full = len(batch) >= LIVE_BATCH or held >= LIVE_BATCH_CHARS
+            if batch and (caught_up or full or event.kind == "eose"):
                 await self._ingest(host, url, key, batch, caught_up)
-                batch = []
+                batch, held = [], 0
 
     async def _ingest(
         self, host: PeeringHost, url: str, key: str, batch: list[FeedEvent], caught_up: bool
@@ -269,6 +276,13 @@ class LiveFollow:
             if self._sync.failed(url) or self.ledger.paused(url, "in"):
                 raise FeedClientError(f"{url}: its log could not be replayed to the end")
         raise FeedClientError(f"{url}: its log is not replayed to the end yet (going on)")
+
+
+def _slim(event: FeedEvent) -> FeedEvent:
+    """``event`` with only what a batch needs of its data (the token and
+    its seq): whatever else a peer put in it is not held while it waits."""
+    kept: dict[str, Any] = {k: event.data[k] for k in ("jwsToken", "seq") if k in event.data}
+    return FeedEvent(event.kind, kept, event.token)
 
 
 def _seq_of(token: str) -> int:

@@ -15,14 +15,45 @@ Answer = Callable[[asyncio.StreamWriter], Awaitable[None]]
 @asynccontextmanager
 async def raw_peer(answer: Answer) -> AsyncIterator[str]:
     """Serve ``answer`` after reading each request's head; yields the base URL."""
+
+    async def respond(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        await answer(writer)
+
+    async with _serve(respond) as url:
+        yield url
+
+
+@asynccontextmanager
+async def routed_peer(routes: dict[str, Answer]) -> AsyncIterator[str]:
+    """Like ``raw_peer``, answering a request whose path starts with a key of
+    ``routes`` with that answer, and any other with a 404."""
+
+    async def not_found(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+
+    async def route(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        path = (await reader.readline()).split(b" ")[1:2] or [b""]
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        prefix = next((p for p in routes if path[0].decode("latin-1").startswith(p)), None)
+        await (not_found if prefix is None else routes[prefix])(writer)
+
+    async with _serve(route) as url:
+        yield url
+
+
+@asynccontextmanager
+async def _serve(
+    respond: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[str]:
     tasks: set[asyncio.Task[None]] = set()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         tasks.add(asyncio.current_task())  # type: ignore[arg-type]
         with contextlib.suppress(Exception, asyncio.CancelledError):
-            while (await reader.readline()) not in (b"\r\n", b""):
-                pass
-            await answer(writer)
+            await respond(reader, writer)
             await writer.drain()
         writer.close()
 
