@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -24,8 +22,9 @@ from relay.peering.service import Peering, build_peering
 from relay.testing.server import serve_on_loopback
 from stores.memory import MemoryStore
 
+from .hostile_http import Answer, routed_peer
+
 GAP = b'{"error": "gone", "minSeq": 1, "epoch": "e"}'
-Document = Callable[[asyncio.StreamWriter], Awaitable[None]]
 
 
 async def endless(writer: asyncio.StreamWriter) -> None:
@@ -43,37 +42,15 @@ async def trickled(writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.1)
 
 
-@asynccontextmanager
-async def gap_peer(document: Document) -> AsyncIterator[str]:
-    """Every /changes is a 410; the well-known document is ``document``."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request = await reader.readline()
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        try:
-            if b" /.well-known/dfos-relay" in request:
-                await document(writer)
-            else:
-                head = f"HTTP/1.1 410 Gone\r\ncontent-length: {len(GAP)}\r\n\r\n".encode()
-                writer.write(head + GAP)
-                await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        server.close()
+async def gap(writer: asyncio.StreamWriter) -> None:
+    writer.write(f"HTTP/1.1 410 Gone\r\ncontent-length: {len(GAP)}\r\n\r\n".encode() + GAP)
 
 
 @pytest.mark.parametrize("document", [endless, trickled], ids=["endless", "trickled"])
-async def test_a_gap_repair_reads_a_capped_well_known(document: Document) -> None:
+async def test_a_gap_repair_reads_a_capped_well_known(document: Answer) -> None:
     limits = PeerLimits(max_response_bytes=1024 * 1024, request_deadline_s=1.0)
     config = PeeringConfig(backoff_base_s=0.05, backoff_max_s=0.2)
-    async with gap_peer(document) as url:
+    async with routed_peer({"/changes": gap, "/.well-known/dfos-relay": document}) as url:
         peer = PeerConfig(url, gossip=False, read_through=False, sync=False, live=True)
         client = HttpSyncClient(limits=limits)
         follower = create_relay(MemoryStore(), peering=build_peering([peer], client, config))
