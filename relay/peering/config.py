@@ -19,6 +19,10 @@ SYNC_CYCLE_S = 30.0
 READ_THROUGH_DEADLINE_S = 5.0  # how long a GET waits for a read-through
 READ_THROUGH_MAX_OPS = 10_000  # per chain log fetched from a peer
 READ_THROUGH_PAGE_LIMIT = 1000
+# how long the task behind a read-through (which goes on after the GET got
+# its 404, to fill the store) asks one peer for pages: a peer serving a page
+# at a time slowly, or a content chain of many unknown signers, stops there
+READ_THROUGH_FETCH_S = 30.0
 RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
 RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
 RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
@@ -44,6 +48,7 @@ class PeeringConfig:
     read_through_deadline_s: float = READ_THROUGH_DEADLINE_S
     read_through_max_ops: int = READ_THROUGH_MAX_OPS
     read_through_page_limit: int = READ_THROUGH_PAGE_LIMIT
+    read_through_fetch_s: float = READ_THROUGH_FETCH_S
     backoff_base_s: float = BACKOFF_BASE_S
     backoff_max_s: float = BACKOFF_MAX_S
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
@@ -68,8 +73,8 @@ class PeeringConfig:
             raise ValueError(f"gossip_batch must be 1..{GOSSIP_BATCH}")
         if self.sync_interval_s is not None and self.sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
-        if self.sync_cycle_s <= 0:
-            raise ValueError("sync_cycle_s must be positive")
+        if self.sync_cycle_s <= 0 or self.read_through_fetch_s <= 0:
+            raise ValueError("sync_cycle_s and read_through_fetch_s must be positive")
         if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:
             raise ValueError("reconcile_interval_s must be positive")
         if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:

@@ -17,7 +17,9 @@ relay's own identity, to check its sender proof: ``relay.peering.sender_auth``).
 
 Single flight: concurrent misses on one chain share one task (owned here,
 cancelled on shutdown); each caller waits at most ``read_through_deadline_s``
-and a slow peer keeps no GET waiting past that.
+and a slow peer keeps no GET waiting past that. The task goes on (to fill
+the store) while it gets on, but asks one peer for pages for at most
+``read_through_fetch_s``: a peer is then a ``PeerTimeout``, backed off.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import Literal
 
@@ -34,6 +37,7 @@ from peer.base import (
     PeerInvalidOperations,
     PeerLogPage,
     PeerResponseTooLarge,
+    PeerTimeout,
 )
 from relay.protocol import ProtocolError, decode_jws
 from relay.rules.outcomes import IngestionResult, RejectReason
@@ -117,13 +121,14 @@ class ReadThrough:
 
     async def _from_peer(self, url: str, kind: ChainKind, chain_id: str) -> bool:
         assert self._host is not None
-        tokens = await self._fetch_chain(url, kind, chain_id)
+        ends = time.monotonic() + self._config.read_through_fetch_s
+        tokens = await self._fetch_chain(url, kind, chain_id, ends)
         if tokens is None:
             return False
         results = await self._host.ingest(tokens, source=url)
         if kind == "content":
             for did in _waiting_signers(tokens, results):
-                identity = await self._fetch_chain(url, "identity", did)
+                identity = await self._fetch_chain(url, "identity", did, ends)
                 if identity:
                     await self._host.ingest(identity, source=url)
         chain = await self._host.store.get_chain(chain_id)
@@ -131,11 +136,20 @@ class ReadThrough:
             raise PeerInvalidOperations(url, f"served {kind} log {chain_id} does not verify here")
         return True
 
-    async def _fetch_chain(self, url: str, kind: ChainKind, chain_id: str) -> list[str] | None:
-        """Every page of the peer's chain log, or None if the peer has no such chain."""
+    async def _fetch_chain(
+        self, url: str, kind: ChainKind, chain_id: str, ends: float | None = None
+    ) -> list[str] | None:
+        """Every page of the peer's chain log, or None if the peer has no such
+        chain; no page is asked for after ``ends`` (default: in
+        ``read_through_fetch_s``), a ``PeerTimeout``."""
+        if ends is None:
+            ends = time.monotonic() + self._config.read_through_fetch_s
         tokens: list[str] = []
         after: str | None = None
         while True:
+            if time.monotonic() >= ends:
+                budget = self._config.read_through_fetch_s
+                raise PeerTimeout(url, f"read-through of {kind} {chain_id} passed {budget}s")
             self.peer_calls += 1
             page = await self._page(url, kind, chain_id, after)
             if page is None:
