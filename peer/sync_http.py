@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from peer.base import PeerBadStatus, PeerMalformedPage
+from peer.base import PeerBadStatus, PeerMalformedPage, PeerResponseTooLarge
 from peer.feed import FeedClientError, FollowOptions, follow
 from peer.http import HttpPeerClient, _error_text
 from relay.protocol.untrusted import json_value
@@ -120,9 +120,15 @@ class HttpSyncClient(HttpPeerClient):
         return None
 
     async def _fetch_one_by_one(self, peer_url: str, cids: Sequence[str]) -> FetchedOperations:
+        """As one POST /sync/operations answer would be: its tokens together
+        within the response cap (past it ``PeerResponseTooLarge``, and the
+        caller asks for fewer), not up to the cap for each of them."""
         gate = asyncio.Semaphore(FALLBACK_CONCURRENCY)
+        cap = self.limits.max_response_bytes
+        held = 0
 
         async def one(cid: str) -> str | None:
+            nonlocal held
             async with gate:
                 status, data = await self._request("GET", peer_url, f"/operations/{cid}")
             if status == 404:
@@ -132,9 +138,18 @@ class HttpSyncClient(HttpPeerClient):
             token = data.get("jwsToken")
             if not isinstance(token, str):
                 raise PeerMalformedPage(peer_url, "operation lacks a string jwsToken")
+            held += len(token)
+            if held > cap:
+                raise PeerResponseTooLarge(peer_url, f"operations passed the {cap}-byte cap")
             return token
 
-        found = await asyncio.gather(*(one(c) for c in cids))
+        tasks = [asyncio.create_task(one(c)) for c in cids]
+        try:
+            found = await asyncio.gather(*tasks)
+        finally:  # after a failure, the rest are not fetched
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         tokens = [t for t in found if t is not None]
         missing = [c for c, t in zip(cids, found, strict=True) if t is None]
         return FetchedOperations(tokens, missing)
