@@ -23,6 +23,9 @@ READ_THROUGH_PAGE_LIMIT = 1000
 # its 404, to fill the store) asks one peer for pages: a peer serving a page
 # at a time slowly, or a content chain of many unknown signers, stops there
 READ_THROUGH_FETCH_S = 30.0
+# chain fetches from one read-through peer at once (each holds a connection
+# of the pool every peer shares: a slow peer must not hold it all)
+READ_THROUGH_PEER_FETCHES = 8
 RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
 RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
 RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
@@ -49,6 +52,7 @@ class PeeringConfig:
     read_through_max_ops: int = READ_THROUGH_MAX_OPS
     read_through_page_limit: int = READ_THROUGH_PAGE_LIMIT
     read_through_fetch_s: float = READ_THROUGH_FETCH_S
+    read_through_peer_fetches: int = READ_THROUGH_PEER_FETCHES
     backoff_base_s: float = BACKOFF_BASE_S
     backoff_max_s: float = BACKOFF_MAX_S
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
@@ -75,6 +79,8 @@ class PeeringConfig:
             raise ValueError("sync_interval_s must be positive")
         if self.sync_cycle_s <= 0 or self.read_through_fetch_s <= 0:
             raise ValueError("sync_cycle_s and read_through_fetch_s must be positive")
+        if self.read_through_peer_fetches < 1:
+            raise ValueError("read_through_peer_fetches must be >= 1")
         if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:
             raise ValueError("reconcile_interval_s must be positive")
         if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:

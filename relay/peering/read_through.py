@@ -20,6 +20,8 @@ cancelled on shutdown); each caller waits at most ``read_through_deadline_s``
 and a slow peer keeps no GET waiting past that. The task goes on (to fill
 the store) while it gets on, but asks one peer for pages for at most
 ``read_through_fetch_s``: a peer is then a ``PeerTimeout``, backed off.
+At most ``read_through_peer_fetches`` chains are fetched from one peer at
+once (more wait as long as a GET would, then are a ``PeerTimeout`` too).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
 from peer.base import (
@@ -64,6 +66,7 @@ class ReadThrough:
         self._config = config
         self._host: PeeringHost | None = None
         self._inflight: dict[tuple[ChainKind, str], asyncio.Task[bool]] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}  # per peer: chain fetches at once
         self.peer_calls = 0  # chain-log pages requested (observability, tests)
         self.ledger: LinkLedger | None = None  # the peering service shares its own
 
@@ -144,6 +147,32 @@ class ReadThrough:
         ``read_through_fetch_s``), a ``PeerTimeout``."""
         if ends is None:
             ends = time.monotonic() + self._config.read_through_fetch_s
+        async with self._slot(url, kind, chain_id):
+            return await self._pages(url, kind, chain_id, ends)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, url: str, kind: ChainKind, chain_id: str) -> AsyncIterator[None]:
+        """One of ``read_through_peer_fetches`` fetches from ``url`` at once,
+        waited for while a GET may still wait for its answer: a fetch holds a
+        connection of the peer client's pool, which serves every peer, and
+        clients missing many chains must not have one slow peer hold it all."""
+        slots = self._slots.get(url)
+        if slots is None:
+            slots = self._slots[url] = asyncio.Semaphore(self._config.read_through_peer_fetches)
+        try:
+            async with asyncio.timeout(self._config.read_through_deadline_s):
+                await slots.acquire()
+        except TimeoutError:
+            busy = self._config.read_through_peer_fetches
+            raise PeerTimeout(url, f"read-through of {kind} {chain_id}: {busy} in flight") from None
+        try:
+            yield
+        finally:
+            slots.release()
+
+    async def _pages(
+        self, url: str, kind: ChainKind, chain_id: str, ends: float
+    ) -> list[str] | None:
         tokens: list[str] = []
         after: str | None = None
         while True:
