@@ -42,8 +42,9 @@ HOSTILE = {
 }
 # On a thread, the loop stalled for a whole C call of the check (0.25-1.5 s
 # for these); in the child, for no more than scheduling noise on a busy
-# two-core machine.
-MAX_STALL_S = 0.1
+# two-core machine (up to ~0.14 s seen with the suite and other work
+# sharing both cores).
+MAX_STALL_S = 0.2
 
 
 @pytest.fixture
