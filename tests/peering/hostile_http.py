@@ -71,3 +71,18 @@ async def _serve(
 def head(headers: dict[str, str]) -> bytes:
     lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     return f"HTTP/1.1 200 OK\r\n{lines}\r\n".encode()
+
+
+def encoded(body: bytes, encoding: str, content_type: str) -> Answer:
+    """An answer of ``body`` as is, declared as ``content_type`` compressed
+    by ``encoding`` (which it may or may not be)."""
+
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        headers = {
+            "content-type": content_type,
+            "content-encoding": encoding,
+            "content-length": str(len(body)),
+        }
+        writer.write(head(headers) + body)
+
+    return answer

@@ -16,7 +16,7 @@ import pytest
 
 from peer.feed import FeedClientError, FeedEvent, FollowOptions, follow
 
-from .hostile_http import Answer, head, raw_peer
+from .hostile_http import Answer, encoded, raw_peer
 
 INFLATED = 256 * 1024 * 1024
 PEAK = 16 * 1024 * 1024
@@ -27,15 +27,7 @@ async def drain(events: AsyncIterator[FeedEvent]) -> list[FeedEvent]:
 
 
 def sending(body: bytes, encoding: str) -> Answer:
-    async def answer(writer: asyncio.StreamWriter) -> None:
-        headers = {
-            "content-type": "text/event-stream",
-            "content-encoding": encoding,
-            "content-length": str(len(body)),
-        }
-        writer.write(head(headers) + body)
-
-    return answer
+    return encoded(body, encoding, "text/event-stream")
 
 
 async def peak_of_following(answer: Answer) -> int:

@@ -5,7 +5,6 @@ without the client ever holding much more than the cap in memory."""
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import tracemalloc
 import zlib
@@ -14,22 +13,14 @@ import pytest
 
 from peer import HttpPeerClient, PeerLimits, PeerMalformedPage, PeerResponseTooLarge
 
-from .hostile_http import Answer, head, raw_peer
+from .hostile_http import Answer, encoded, raw_peer
 
 CAP = 64 * 1024
 INFLATED = 64 * 1024 * 1024
 
 
 def answering(body: bytes, encoding: str) -> Answer:
-    async def answer(writer: asyncio.StreamWriter) -> None:
-        headers = {
-            "content-type": "application/json",
-            "content-encoding": encoding,
-            "content-length": str(len(body)),
-        }
-        writer.write(head(headers) + body)
-
-    return answer
+    return encoded(body, encoding, "application/json")
 
 
 @pytest.mark.parametrize(
