@@ -9,62 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from peer.base import PeerConfig
 from relay import Relay, create_relay
 from relay.peering.config import PeeringConfig
 from relay.peering.service import Peering, build_peering
-from relay.protocol.negentropy import INFINITY, Bound, Mode, cid_from_id, encode_varint
+from relay.protocol.negentropy import Bound, Mode, cid_from_id, encode_varint
 from relay.protocol.negentropy.wire import BoundWriter
 from relay.reconcile.initiator import ReconcileBounds
-from relay.testing.server import serve_on_loopback
 from stores.base import RelayStore
-
-Reply = Callable[[bytes], Awaitable[bytes]]
-
-
-def id_list(ids: list[bytes]) -> bytes:
-    body = BoundWriter().encode(Bound(INFINITY)) + encode_varint(Mode.ID_LIST)
-    return b"\x61" + body + encode_varint(len(ids)) + b"".join(ids)
-
-
-def random_fingerprint() -> bytes:
-    return (
-        b"\x61"
-        + BoundWriter().encode(Bound(INFINITY))
-        + encode_varint(Mode.FINGERPRINT)
-        + os.urandom(16)
-    )
-
-
-@asynccontextmanager
-async def hostile(
-    reply: Reply, operations: Callable[[list[str]], dict[str, object]] | None = None
-) -> AsyncIterator[str]:
-    async def negentropy(request: Request) -> Response:
-        return Response(await reply(await request.body()), media_type="application/octet-stream")
-
-    async def fetch(request: Request) -> JSONResponse:
-        cids = (await request.json())["cids"]
-        body = operations(cids) if operations else {"operations": [], "missing": cids}
-        return JSONResponse(body)
-
-    app = Starlette(
-        routes=[
-            Route("/sync/negentropy", negentropy, methods=["POST"]),
-            Route("/sync/operations", fetch, methods=["POST"]),
-        ]
-    )
-    async with serve_on_loopback(app) as url:
-        yield url
+from tests.reconcile.hostile_responder import hostile, id_list, random_fingerprint
 
 
 @pytest.fixture
