@@ -8,10 +8,14 @@
    is trusted with nothing.
 3. Push: ``have`` is read from our store and posted in transfer order.
 
-Bounds (hostile peers, draft section 9): rounds, bytes each way and wall
-time per run; a reply over our frame limit, a malformed reply, or ids the
-peer advertised and then would not serve end the run with an error that
-the caller logs and backs off on.
+Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
+time and ids to fetch per run; a reply over our frame limit, a malformed
+reply, or ids the peer advertised and then would not serve end the run
+with an error that the caller logs and backs off on. Running out of rounds
+or of room for ids cuts the run short: what it found is still moved, so
+the next run gets further. Fetching stops at the first batch the peer
+serves none of (a peer that floods us with ids it has not got costs one
+fetch request, not one per thousand ids).
 """
 
 from __future__ import annotations
@@ -54,16 +58,21 @@ class ReconcileBounds:
     max_bytes: int = 64 * 1024 * 1024  # each way, per run
     deadline_s: float = 300.0
     frame_limit: int = 512 * 1024  # asked of the peer, and kept ourselves
+    # ids a run collects to fetch: 64 rounds of 512 KiB frames could name
+    # ~1M (some 250 MB held and 1,000 fetch requests); 100k is 100 fetches
+    # of 1000 and ~10 MB, and a larger honest difference takes more runs
+    max_need: int = 100_000
 
 
 class ReconcileAborted(Exception):
     """The run was cut off by a bound or by the peer's behaviour."""
 
 
-class _RoundsRanOut(ReconcileAborted):
-    """The round bound passed: what the rounds so far found is still moved
-    (a peer with a small frame limit needs many rounds for a large
-    difference, and each run then gets further than the last)."""
+class _CutShort(ReconcileAborted):
+    """The round bound or the bound on ids to fetch passed: what the rounds
+    so far found is still moved (a peer with a small frame limit needs many
+    rounds for a large difference, a large difference more ids than one run
+    holds, and each run then gets further than the last)."""
 
     def __init__(self, message: str, have: list[bytes], need: list[bytes]) -> None:
         super().__init__(message)
@@ -153,16 +162,19 @@ async def reconcile(
     report.scope_id = None if scope is None else scope.scope_id
     try:
         async with asyncio.timeout(bounds.deadline_s):
-            ran_out: _RoundsRanOut | None = None
+            ran_out: _CutShort | None = None
             try:
                 have, need = await _rounds(items, client, report, bounds)
-            except _RoundsRanOut as cut:
+            except _CutShort as cut:
                 ran_out, have, need = cut, cut.have, cut.need
             report.have, report.need = len(have), len(need)
-            if direction in ("pull", "both") and need:
-                await _pull(host, client, report, need)
-            if direction in ("push", "both") and have:
-                await _push(host, client, report, have, skip_push, push_headers)
+            try:
+                if direction in ("pull", "both") and need:
+                    await _pull(host, client, report, need)
+                if direction in ("push", "both") and have:
+                    await _push(host, client, report, have, skip_push, push_headers)
+            except ReconcileAborted as exc:  # both said: the run was partial too
+                raise ReconcileAborted(f"{exc}; {ran_out}" if ran_out else str(exc)) from exc
             if ran_out is not None:
                 raise ran_out
     except TimeoutError:
@@ -215,7 +227,7 @@ async def _rounds(
     message: bytes | None = negentropy.initiate()
     while message is not None:
         if report.rounds >= bounds.max_rounds:
-            raise _RoundsRanOut(
+            raise _CutShort(
                 f"no agreement after {bounds.max_rounds} rounds (what they found was moved)",
                 list(have), list(need),
             )  # fmt: skip
@@ -245,9 +257,24 @@ async def _rounds(
         except NegentropyError as exc:
             raise ReconcileAborted(f"malformed negentropy reply: {exc}") from exc
         have.update(dict.fromkeys(step.have))
-        need.update(dict.fromkeys(step.need))
+        if not _collect(need, step.need, bounds.max_need):
+            raise _CutShort(
+                f"more than {bounds.max_need} ids to fetch in one run"
+                " (collecting stopped there: the rest is for the next run)",
+                list(have), list(need),
+            )  # fmt: skip
         message = step.message
     return list(have), list(need)
+
+
+def _collect(need: dict[bytes, None], found: list[bytes], cap: int) -> bool:
+    """``found`` added to ``need`` up to ``cap`` ids; False when some were left
+    out (ids are held as 32 bytes each, made CIDs a batch at a time)."""
+    for i in found:
+        if len(need) >= cap and i not in need:
+            return False
+        need[i] = None
+    return True
 
 
 def _storage(tree: Storage, window: Window) -> Storage:
@@ -257,20 +284,38 @@ def _storage(tree: Storage, window: Window) -> Storage:
 async def _pull(
     host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, need: list[bytes]
 ) -> None:
-    cids = [cid_from_id(i) for i in need]
-    for at in range(0, len(cids), MAX_FETCH_CIDS):
-        async for batch, fetched in _fetched(client, report.peer, cids[at : at + MAX_FETCH_CIDS]):
-            asked = set(batch)
-            report.refused.extend(c for c in fetched.missing if c in asked)
-            report.fetched += len(fetched.tokens)
-            if fetched.tokens:
-                results = await host.ingest(fetched.tokens, source=report.peer)
-                report.sequenced += sum(1 for r in results if r.status is Status.NEW)
-                report.waiting.extend(
-                    r.cid for r in results if r.reason is not None and r.reason.is_dependency
-                )
+    for at in range(0, len(need), MAX_FETCH_CIDS):
+        cids = [cid_from_id(i) for i in need[at : at + MAX_FETCH_CIDS]]
+        if not await _pull_batch(host, client, report, cids):
+            # ids it has not got: asking for the rest would be no better
+            unasked = len(need) - at - len(cids)
+            raise ReconcileAborted(
+                f"peer advertised {len(report.refused)} ops it then did not serve"
+                + (f" ({unasked} more not asked for)" if unasked else "")
+            )
     if report.refused:
         raise ReconcileAborted(f"peer advertised {len(report.refused)} ops it then did not serve")
+
+
+async def _pull_batch(
+    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, cids: list[str]
+) -> bool:
+    """``cids`` fetched and ingested; False when the peer served none of them
+    (all of them are then refused, named as missing or not)."""
+    served, named = 0, set[str]()
+    async for batch, fetched in _fetched(client, report.peer, cids):
+        asked = set(batch)
+        named.update(c for c in fetched.missing if c in asked)
+        report.fetched += len(fetched.tokens)
+        served += len(fetched.tokens)
+        if fetched.tokens:
+            results = await host.ingest(fetched.tokens, source=report.peer)
+            report.sequenced += sum(1 for r in results if r.status is Status.NEW)
+            report.waiting.extend(
+                r.cid for r in results if r.reason is not None and r.reason.is_dependency
+            )
+    report.refused.extend(c for c in cids if c in named or not served)
+    return served > 0
 
 
 async def _fetched(
