@@ -4,6 +4,7 @@ Postgres via ``tests/support/backends``), plus record builders."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from stores.base import (
     RelayStore,
 )
 from stores.memory import MemoryStore
+from tests.support.backends import make_store
 
 
 @pytest.fixture
@@ -25,6 +27,14 @@ async def opened(store: RelayStore) -> AsyncIterator[RelayStore]:
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
+    """A fresh, unopened SQLite or Postgres store (a schema-upgrade test writes
+    an old database into it before opening it)."""
+    async with make_store(request.param, tmp_path) as store:
+        yield store
 
 
 def is_durable(store: RelayStore) -> bool:

@@ -32,7 +32,9 @@ async def opened_backend(name: str, tmp_path: Path) -> AsyncIterator[RelayStore]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
+async def opened_durable(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[RelayStore]:
     async with opened_backend(request.param, tmp_path) as store:
         yield store
 
@@ -90,11 +92,11 @@ async def test_leases_of_other_names_are_apart(opened: RelayStore, other: RelayS
     assert await (await other.lease("audit")).held()
 
 
-async def test_closing_the_holders_store_frees_it(durable: RelayStore) -> None:
-    holder = reopen(durable)
+async def test_closing_the_holders_store_frees_it(opened_durable: RelayStore) -> None:
+    holder = reopen(opened_durable)
     await holder.open()
     assert await (await holder.lease("pull")).held()
-    waiting = await durable.lease("pull")
+    waiting = await opened_durable.lease("pull")
     assert not await waiting.held()
     await holder.close()
     assert await waiting.held()

@@ -4,23 +4,11 @@ its buffered ops stay and keep their count, and copies kept beside them
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from stores.base import CommitBatch, PendingOp, RelayStore
 from stores.sql.schema import LATEST_VERSION
 from tests.stores.conftest import commit, write_old_database
-from tests.support.backends import make_store
 
 V6 = 6
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
-    async with make_store(request.param, tmp_path) as store:
-        yield store
 
 
 async def _pending(store: RelayStore) -> int:
@@ -28,7 +16,9 @@ async def _pending(store: RelayStore) -> int:
         return await session.count_pending()
 
 
-async def test_a_v6_database_keeps_its_buffer_and_gains_copies(durable: RelayStore) -> None:
+async def test_a_v6_database_keeps_its_buffer_and_gains_copies(
+    durable: RelayStore,
+) -> None:
     assert LATEST_VERSION >= 7
     await write_old_database(
         durable,

@@ -5,27 +5,15 @@ positions out again after it. SQLite and Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from stores.base import CommitBatch, RelayStore
 from stores.sql.schema import LATEST_VERSION
 from tests.stores.conftest import commit, op, write_old_database
-from tests.support.backends import make_store
 
 V7 = 7
 PURGED_AT_3 = (
     "INSERT INTO purged_ops (pos, cid, kind, chain_id, author_did, purged_did, purged_at_ms) "
     "VALUES (3, ?, 'artifact', ?, ?, ?, 1)"
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
-    async with make_store(request.param, tmp_path) as store:
-        yield store
 
 
 async def test_a_v7_database_keeps_its_purged_positions(durable: RelayStore) -> None:

@@ -5,27 +5,15 @@ SQLite and Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from stores.base import RelayStore
 from stores.sql.schema import LATEST_VERSION
 from tests.stores.conftest import append, op, write_old_database
-from tests.support.backends import make_store
 
 V8 = 8
 GENESIS_AT_1 = (
     "INSERT INTO ops (pos, cid, token, kind, chain_id, author_did, parent_cid, created_at_ms, "
     "state) VALUES (1, ?, 'tok.g', 'identity-op', ?, ?, NULL, 1, ?)"
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RelayStore]:
-    async with make_store(request.param, tmp_path) as store:
-        yield store
 
 
 async def test_a_v8_database_reads_tips_and_branches(durable: RelayStore) -> None:
@@ -35,7 +23,10 @@ async def test_a_v8_database_reads_tips_and_branches(durable: RelayStore) -> Non
     await durable.open()
     try:
         await append(durable, op("u", parent="g", at=2), op("f", parent="g", at=3))
-        assert [e.cid for e in await durable.read_chain_tips(a, "identity-op", 10)] == ["u", "f"]
+        assert [e.cid for e in await durable.read_chain_tips(a, "identity-op", 10)] == [
+            "u",
+            "f",
+        ]
         page = await durable.read_branch(a, "identity-op", "f", 10, None, 10)
         assert page is not None and [e.cid for e in page.entries] == ["g", "f"]
     finally:
