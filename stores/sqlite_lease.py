@@ -11,6 +11,15 @@ from pathlib import Path
 from stores.base import StoreError
 
 
+def open_lock_file(path: Path, what: str) -> int:
+    """A descriptor of ``path`` (created if missing) to ``flock``; a
+    ``StoreError`` naming it as ``what`` when it cannot be opened."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"{what} {path}: {exc.strerror or exc}") from exc
+
+
 def lease_path(database: Path, name: str) -> Path:
     return database.with_name(f"{database.name}-{name}.lease")
 
@@ -23,10 +32,7 @@ class FileLease:
     async def held(self) -> bool:
         if self._fd is not None:
             return True
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"lease file {self._path}: {exc.strerror or exc}") from exc
+        fd = open_lock_file(self._path, "lease file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # another holder has it (BlockingIOError), or no locks here

@@ -26,7 +26,7 @@ import json
 import os
 from pathlib import Path
 
-from stores.base import StoreError
+from stores.sqlite_lease import open_lock_file
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MARK_BYTES = 256
@@ -59,10 +59,7 @@ class OpenMark:
         No lock is held exclusively across an await (two stores of one
         process may open the file side by side): two that both find the
         machine went down both say so."""
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"open mark {self._path}: {exc.strerror or exc}") from exc
+        fd = open_lock_file(self._path, "open mark")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another open store: it read the mark when it opened
