@@ -26,6 +26,10 @@ READ_THROUGH_FETCH_S = 30.0
 # chain fetches from one read-through peer at once (each holds a connection
 # of the pool every peer shares: a slow peer must not hold it all)
 READ_THROUGH_PEER_FETCHES = 8
+# a ``live`` peer's feed that sends no event (heartbeat comments only) for
+# this long before its EOSE is stalled: the link is shown ``degraded_poll``,
+# the peer's log is polled and the feed tried again with backoff
+LIVE_STALL_S = 60.0
 RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
 RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
 RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
@@ -53,6 +57,7 @@ class PeeringConfig:
     read_through_page_limit: int = READ_THROUGH_PAGE_LIMIT
     read_through_fetch_s: float = READ_THROUGH_FETCH_S
     read_through_peer_fetches: int = READ_THROUGH_PEER_FETCHES
+    live_stall_s: float = LIVE_STALL_S
     backoff_base_s: float = BACKOFF_BASE_S
     backoff_max_s: float = BACKOFF_MAX_S
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
@@ -79,6 +84,8 @@ class PeeringConfig:
             raise ValueError("sync_interval_s must be positive")
         if self.sync_cycle_s <= 0 or self.read_through_fetch_s <= 0:
             raise ValueError("sync_cycle_s and read_through_fetch_s must be positive")
+        if self.live_stall_s <= 0:
+            raise ValueError("live_stall_s must be positive")
         if self.read_through_peer_fetches < 1:
             raise ValueError("read_through_peer_fetches must be >= 1")
         if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:

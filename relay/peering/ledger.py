@@ -9,8 +9,9 @@ States (``LinkRecord.state``):
 - ``initial``        not caught up yet since start (or since a resume);
 - ``live``           caught up, following (live feed, or the configured
                      polling of a sync-only peer) or, out, delivering;
-- ``degraded_poll``  a ``live`` peer without a changes feed (v0.7.1): its
-                     log is polled instead;
+- ``degraded_poll``  a ``live`` peer without a changes feed (v0.7.1), or
+                     whose feed stalled before its EOSE: its log is polled
+                     instead;
 - ``repairing``      a gap is being repaired (feed 410, unknown cursor,
                      ops waiting for a missing dependency, or gossip that
                      gave up on ops: the out-link's watermark is held until

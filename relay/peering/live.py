@@ -16,6 +16,14 @@ from the peer wait for a dependency (the applied token stops before the
 first of them; what they miss is in the diagnostics). The peer's head seq
 comes from the feed's status event and every op's seq. A paused in-link
 stops following until it is resumed.
+
+A feed that sends no event for ``live_stall_s`` before its EOSE (heartbeat
+comments only, or no answer at all) is stalled: heartbeats keep the
+connection inside its read timeout, so without this bound the link would
+stay ``initial`` forever. A stall is the peer's failure: the in-link goes
+``degraded_poll``, the peer's log is polled (as for a peer without a feed)
+while the feed is backed off, then the feed is tried again; its next EOSE
+makes the link ``live``.
 """
 
 from __future__ import annotations
@@ -52,7 +60,12 @@ LIVE_BATCH = 100  # ops ingested together while catching up
 # ... holding at most this much token text: a peer's events may each be
 # near the feed client's MAX_EVENT_BYTES, and a batch waits in memory
 LIVE_BATCH_CHARS = 8 * 1024 * 1024
+STALLED = "feedStalled"  # in-link diagnostics: why a feed is not followed (until its EOSE)
 REPLAY_CALLS = 20  # catch-up calls (of a few budgets each) one gap-repair attempt makes at most
+
+
+class FeedStalled(FeedClientError):
+    """The feed sent no event for ``live_stall_s`` before its EOSE."""
 
 
 class LiveFollow:
@@ -109,6 +122,8 @@ class LiveFollow:
                 await self.ledger.set_state(url, "in", "degraded_poll")
                 await self._poll(url)
                 return
+            except FeedStalled as exc:
+                delay = await self._stalled(url, exc, self._fresh(url, delay))
             except FeedGapError as exc:
                 delay = self._fresh(url, delay)
                 log.warning("feed gap at peer %s (%s); repairing", url, exc)
@@ -139,7 +154,42 @@ class LiveFollow:
         await asyncio.sleep(delay)
         return min(self._config.backoff_max_s, delay * 2)
 
+    async def _stalled(self, url: str, exc: FeedStalled, delay: float) -> float:
+        """Show the stall, poll the peer's log while the feed waits ``delay``;
+        the next delay."""
+        log.warning("following peer %s: %s; polling its log meanwhile", url, exc)
+        # the reason stays in the diagnostics (a poll's success clears last_error)
+        diagnostics = {**self.ledger.get(url, "in").diagnostics, STALLED: describe(exc)}
+        self.ledger.note(url, "in", diagnostics=diagnostics)
+        await self.ledger.failure(url, "in", exc)
+        await self.ledger.set_state(url, "in", "degraded_poll")
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + delay
+        interval = self._config.sync_interval_s or 1.0
+        while True:
+            await self._poll_once(url)
+            left = ends - loop.time()
+            if left <= 0:
+                return min(self._config.backoff_max_s, delay * 2)
+            await asyncio.sleep(min(interval, left))
+
     async def _follow(self, host: PeeringHost, url: str, key: str) -> None:
+        try:
+            async with asyncio.timeout(self._config.live_stall_s) as stall:
+                await self._follow_within(host, url, key, stall)
+        except TimeoutError as exc:
+            if not stall.expired():
+                raise
+            seconds = self._config.live_stall_s
+            raise FeedStalled(f"{url}: its feed sent no event for {seconds}s before EOSE") from exc
+
+    async def _follow_within(
+        self, host: PeeringHost, url: str, key: str, stall: asyncio.Timeout
+    ) -> None:
+        """Follow the feed; ``stall`` is armed while an EOSE is awaited and
+        re-armed by every event (a long catch-up is not a stall). A status
+        event starts a connection: our relays send one first on each (one the
+        peer ended and ``follow`` reconnected is awaited again)."""
         since = await host.store.get_peer_cursor(key)
         options = FollowOptions(
             live=True,
@@ -151,6 +201,8 @@ class LiveFollow:
         batch: list[FeedEvent] = []
         held = 0  # token characters in the batch
         caught_up = False
+        awaiting_eose = True
+        loop = asyncio.get_running_loop()
         async for event in follow(url, since=since, options=options):
             if self.ledger.paused(url, "in"):
                 return  # paused: nothing more is ingested; _run waits for the resume
@@ -168,8 +220,14 @@ class LiveFollow:
                     await self._record(url, [], [], caught_up)
             full = len(batch) >= LIVE_BATCH or held >= LIVE_BATCH_CHARS
             if batch and (caught_up or full or event.kind == "eose"):
+                stall.reschedule(None)  # the peer's silence is timed, not our store's
                 await self._ingest(host, url, key, batch, caught_up)
                 batch, held = [], 0
+            if event.kind == "status":  # a new connection (after the peer ended one)
+                awaiting_eose = True
+            elif event.kind == "eose":
+                awaiting_eose = False
+            stall.reschedule(loop.time() + self._config.live_stall_s if awaiting_eose else None)
 
     async def _ingest(
         self, host: PeeringHost, url: str, key: str, batch: list[FeedEvent], caught_up: bool
@@ -212,6 +270,10 @@ class LiveFollow:
         head = self.ledger.get(url, "in").remote_head
         if caught_up and not still and (head is None or _seq_of(applied or "") >= head):
             changes["caught_up_ms"] = self.ledger.clock()
+        if caught_up and STALLED in link.diagnostics:
+            diagnostics = dict(self.ledger.get(url, "in").diagnostics)
+            diagnostics.pop(STALLED, None)
+            changes["diagnostics"] = diagnostics
         await self.ledger.success(url, "in", **changes)
         if caught_up:
             await self.ledger.set_state(url, "in", "repairing" if still else "live")
@@ -222,12 +284,15 @@ class LiveFollow:
         interval = self._config.sync_interval_s or 1.0
         while True:
             await self.ledger.wait_unpaused(url, "in")
-            try:
-                await self._sync.catch_up(url, cycles=1)  # one budget an interval, as sync does
-            except Exception as exc:  # our store, say: the poll goes on after a pause
-                log.warning("polling peer %s failed: %s", url, describe(exc))
-                await self.ledger.failure(url, "in", exc)
+            await self._poll_once(url)
             await asyncio.sleep(interval)
+
+    async def _poll_once(self, url: str) -> None:
+        try:
+            await self._sync.catch_up(url, cycles=1)  # one budget an interval, as sync does
+        except Exception as exc:  # our store, say: the poll goes on after a pause
+            log.warning("polling peer %s failed: %s", url, describe(exc))
+            await self.ledger.failure(url, "in", exc)
 
     async def _resync(self, host: PeeringHost, url: str, key: str) -> None:
         self._waiting.pop(url, None)  # the repair replays what they waited for
