@@ -22,6 +22,10 @@ DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 DEFAULT_BODY_GRACE_S = 10.0
 DEFAULT_BODY_MIN_RATE = 1024
 DEFAULT_MAX_PENDING = 100_000
+# Costly bodies admitted to the parse child at once (relay.parse_pool), and
+# document uploads to their checks: 8 x 4 MiB of operations bodies is about
+# a second of parsing at the cap; an honest client sends none of either kind
+DEFAULT_PARSE_QUEUE = 8
 # Other tokens of one waiting op's CID kept beside it (copies); only the
 # signer can make more tokens that verify, so a few cover every honest case.
 DEFAULT_MAX_COPIES_PER_OP = 8
@@ -48,6 +52,7 @@ class RelayConfig:
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # ... plus one second per this many bytes
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
+    parse_queue: int = DEFAULT_PARSE_QUEUE  # costly bodies waiting for the parse child; 503 beyond
     max_rejection_notes: int = DEFAULT_MAX_REJECTION_NOTES
     verify_threads: int | None = None  # precheck threads; None: one per core (up to 8)
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S

@@ -27,7 +27,7 @@ from relay.ingest.policy import WriteGate
 from relay.ingest.retry import PolicyRetry
 from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
-from relay.parse_pool import ParsePool
+from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
@@ -94,10 +94,12 @@ class Relay:
         self.policy_retry = PolicyRetry(self.ingestor.retry_kept, self._policy_retry_delays)
         self.ingestor.on_kept = self.policy_retry.schedule
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
-        # blob uploads: one document check at a time (see relay.http.content)
+        # blob uploads: one document check at a time (see relay.http.content),
+        # a bounded number waiting for it (503 beyond)
         self.document_checks = asyncio.Semaphore(1)
+        self.documents_waiting = WaitingLine(config.parse_queue, "document uploads")
         # large POST /operations bodies are parsed in a child process
-        self.parse_pool = ParsePool()
+        self.parse_pool = ParsePool(max_waiting=config.parse_queue)
         self.peering = peering
         if peering is not None:
             peering.watch_unproven(self.metrics.push_unproven)

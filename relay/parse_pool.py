@@ -36,8 +36,15 @@ function and what it raises must pickle (a module-level function or a
 ``functools.partial`` of one; exceptions that rebuild from their
 ``__reduce__``).
 
-Not bounded here: how many bodies wait for the child (each is its request's
-own, within the body cap) or how long one waits.
+How many bodies wait is bounded: each holds its request's body (up to the
+body cap, 4 MiB, or a document's, 16 MiB) while it waits, and a flood of
+costly bodies would otherwise queue without end, in memory, for one child
+that takes ~0.1 s per 4 MiB. A pool admits at most ``max_waiting`` bodies
+at once (the one in the child included: ``WaitingLine``); one more is
+refused at once with ``ParseBusy``, which the HTTP layer answers 503 with
+``Retry-After``. An ordinary body never waits (it is parsed inline), so it
+is never refused. Not bounded here: how long an admitted body waits (at
+most ``max_waiting`` parses).
 """
 
 from __future__ import annotations
@@ -49,16 +56,20 @@ import os
 import pickle
 import struct
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeAlias, TypeVar
 
+from relay.config import DEFAULT_PARSE_QUEUE
+
 __all__ = [
-    "OFF_LOOP_BYTES", "OFF_LOOP_COMMAS", "Fallback", "ParsePool", "count_commas", "read_frame",
+    "DEFAULT_PARSE_QUEUE", "OFF_LOOP_BYTES", "OFF_LOOP_COMMAS", "PARSE_BUSY_RETRY_AFTER_S",
+    "Fallback", "ParseBusy", "ParsePool", "WaitingLine", "count_commas", "read_frame",
     "write_frame",
 ]  # fmt: skip
 
 OFF_LOOP_BYTES = 64 * 1024
 OFF_LOOP_COMMAS = 1024  # ten times a full batch's (99)
+PARSE_BUSY_RETRY_AFTER_S = 1  # a full line drains in about that
 FRAME_HEAD = struct.Struct(">Q")  # each message: its length, then its pickle
 T = TypeVar("T")
 # how the caller runs ``function(body)`` itself when the child is gone
@@ -98,6 +109,44 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+class ParseBusy(Exception):
+    """More bodies than the bound wait already: retry after ``retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int = PARSE_BUSY_RETRY_AFTER_S) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class WaitingLine:
+    """Counts bodies waiting for (or in) one scarce worker; refuses one beyond ``bound``.
+
+    Entering never waits: a caller over the bound gets ``ParseBusy`` before it
+    queues, so its body is freed at once."""
+
+    def __init__(self, bound: int, what: str) -> None:
+        if bound < 1:
+            raise ValueError("a waiting line admits at least one body")
+        self.bound = bound
+        self.what = what  # named in the refusal
+        self.count = 0
+
+    def enter(self) -> None:
+        if self.count >= self.bound:
+            raise ParseBusy(f"too many {self.what} waiting (at most {self.bound}); retry later")
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+
 class _ChildGone(Exception):
     """The child could not be started, or ended before it answered."""
 
@@ -111,10 +160,14 @@ class ParsePool:
     """
 
     def __init__(
-        self, off_loop_bytes: int = OFF_LOOP_BYTES, off_loop_commas: int = OFF_LOOP_COMMAS
+        self,
+        off_loop_bytes: int = OFF_LOOP_BYTES,
+        off_loop_commas: int = OFF_LOOP_COMMAS,
+        max_waiting: int = DEFAULT_PARSE_QUEUE,
     ) -> None:
         self.off_loop_bytes = off_loop_bytes
         self.off_loop_commas = off_loop_commas
+        self.waiting = WaitingLine(max_waiting, "large bodies")
         self._child: asyncio.subprocess.Process | None = None
         self._turn = asyncio.Lock()  # one body at a time on the pipe
 
@@ -132,10 +185,14 @@ class ParsePool:
         self, function: Callable[[bytes], T], body: bytes, fallback: Fallback[T]
     ) -> T:
         """``function(body)`` in the child: its value, or what it raised;
-        ``await fallback(function, body)`` when the child is gone."""
+        ``await fallback(function, body)`` when the child is gone.
+        ``ParseBusy`` when ``max_waiting`` bodies are already admitted."""
+        self.waiting.enter()
         # shielded: a request cancelled mid-exchange must not leave half an
         # answer in the pipe for the next one
         exchange = asyncio.ensure_future(self._exchange(function, body))
+        # the exchange holds the body until it is done, even when abandoned
+        exchange.add_done_callback(lambda _: self.waiting.leave())
         exchange.add_done_callback(_retrieve)  # an abandoned one's error is not "never retrieved"
         try:
             status, value = await asyncio.shield(exchange)

@@ -41,6 +41,7 @@ from relay.config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_COPIES_PER_OP,
     DEFAULT_MAX_PENDING,
+    DEFAULT_PARSE_QUEUE,
     DEFAULT_SYNC_FRAME_LIMIT,
     DEFAULT_SYNC_MAX_MESSAGE_BYTES,
     RelayConfig,
@@ -112,6 +113,7 @@ class ServeSettings:
     body_min_rate: int = DEFAULT_BODY_MIN_RATE
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
+    parse_queue: int = DEFAULT_PARSE_QUEUE
     verify_threads: int | None = None  # None: one per core (relay.ingest.parallel)
     log_level: str = DEFAULT_LOG_LEVEL
     rate_limit: RateLimit | None = None
@@ -168,6 +170,7 @@ class ServeSettings:
             body_min_rate=self.body_min_rate,
             max_pending=self.max_pending,
             max_copies_per_op=self.max_copies_per_op,
+            parse_queue=self.parse_queue,
             verify_threads=self.verify_threads,
             rate_limit=self.rate_limit,
             trusted_proxies=self.trusted_proxies,
@@ -537,6 +540,17 @@ OPTIONS: tuple[Option, ...] = (
         _int_in(0),
         "other tokens of a waiting op's CID kept beside it; one more is answered "
         f"buffer-full (default {DEFAULT_MAX_COPIES_PER_OP})",
+        "N",
+    ),
+    Option(
+        "parse_queue",
+        "--parse-queue",
+        "PARSE_QUEUE",
+        "value",
+        _int_in(1),
+        "costly request bodies (many JSON values) waiting for the parse child, and "
+        "document uploads for their check; one more is answered 503 "
+        f"(default {DEFAULT_PARSE_QUEUE})",
         "N",
     ),
     Option(

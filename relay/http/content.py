@@ -25,7 +25,9 @@ child that is gone; the answers are the same. A long text is cheap: 16 MiB
 of one string is ~0.1-0.2 s of checking in C calls of ~20-30 ms, which is
 also what the loop spends receiving the body and would spend sending it to
 the child. One check at a time per relay (``Relay.document_checks``), so
-concurrent uploads cannot multiply that memory.
+concurrent uploads cannot multiply that memory, and at most
+``RelayConfig.parse_queue`` uploads waiting for it, each holding its body
+(``Relay.documents_waiting``): one more is answered 503 + ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -140,13 +142,15 @@ async def check_uploaded_document(relay: Relay, body: bytes, document_cid: str) 
     a cheap one (or one the child could not take) on a worker thread."""
     check = functools.partial(check_document, document_cid=document_cid)  # pickles
     pool = relay.parse_pool
-    async with relay.document_checks:
-        # counting a 16 MiB body's values is ~20 ms of C: on the thread, the
-        # loop runs between its counts
-        if await asyncio.to_thread(pool.is_costly, body, document_values):
-            await pool.in_child(check, body, fallback=on_a_thread)
-        else:
-            await on_a_thread(check, body)
+    # one over the bound is refused before it queues (ParseBusy: a 503)
+    with relay.documents_waiting.held():
+        async with relay.document_checks:
+            # counting a 16 MiB body's values is ~20 ms of C: on the thread,
+            # the loop runs between its counts
+            if await asyncio.to_thread(pool.is_costly, body, document_values):
+                await pool.in_child(check, body, fallback=on_a_thread)
+            else:
+                await on_a_thread(check, body)
 
 
 @content_plane

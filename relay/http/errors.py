@@ -9,6 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from relay.parse_pool import ParseBusy
+
 log = logging.getLogger("dfos_relay.http")
 
 
@@ -41,6 +43,17 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
 
 
+async def _parse_busy(request: Request, exc: Exception) -> Response:
+    # as the changes feed answers its subscriber cap: 503, Retry-After, and
+    # the seconds in the body too
+    assert isinstance(exc, ParseBusy)
+    return JSONResponse(
+        {"error": str(exc), "retryAfter": exc.retry_after_s},
+        status_code=503,
+        headers={"Retry-After": str(exc.retry_after_s)},
+    )
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(500, "internal error")
@@ -49,5 +62,6 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS = {
     ApiError: _api_error,
     HTTPException: _http_exception,
+    ParseBusy: _parse_busy,
     Exception: _unexpected,
 }

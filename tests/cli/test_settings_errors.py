@@ -27,6 +27,7 @@ BAD_VALUES = {
     "--body-min-rate": "0",
     "--max-pending": "0",
     "--max-copies-per-op": "a few",
+    "--parse-queue": "0",
     "--verify-threads": "0",
     "--log-level": "loud",
     "--rate-limit": "10/fortnight",
