@@ -72,6 +72,11 @@ class StoreError(Exception):
     """A backend failure the relay cannot work around (I/O, schema, corruption)."""
 
 
+class StoreDamaged(StoreError):
+    """The store's data is damaged (a SQLite file overwritten or truncated):
+    readiness says so rather than "unreachable"."""
+
+
 class UnknownCursorError(StoreError):
     """The ``after`` cursor names no entry of the log being paged."""
 
@@ -707,7 +712,8 @@ class RelayStore(
     async def open(self) -> None: ...
     async def close(self) -> None: ...
     async def ping(self) -> None:
-        """Raise StoreError when the backend is unreachable (readiness)."""
+        """Raise StoreError when the backend is unreachable, StoreDamaged when
+        it answers but its data is damaged (readiness)."""
         ...
 
     def sequencing(self) -> AbstractAsyncContextManager[SequencingSession]:

@@ -15,7 +15,9 @@ process crash; an OS crash may lose the last commits but never corrupts).
   thread wake-ups (a millisecond or more each on a busy host). It never waits
   (no busy timeout): if the file is busy for a moment, the read takes a hop;
 - for ``verify-store``, a connection of its own holding one read transaction
-  (a WAL snapshot): it sees one commit throughout and blocks no writer.
+  (a WAL snapshot): it sees one commit throughout and blocks no writer;
+- for readiness (``ping``), a new read-only connection per probe, since the
+  others' page caches hide a file damaged under them (``sqlite_probe``).
 
 Every ingestion batch is one transaction: a failing statement rolls the
 whole batch back. Schema creation/migration runs on ``open()``; every startup
@@ -51,6 +53,7 @@ from stores.sql.store import SqlStore
 from stores.sqlite_checkpoint import CHECKPOINTER_CACHE_PRAGMA, WRITER_PRAGMA, Checkpointer
 from stores.sqlite_lease import FileLease, lease_path
 from stores.sqlite_open_mark import OpenMark
+from stores.sqlite_probe import probe_file
 from stores.sqlite_session import BUSY_TIMEOUT_MS, SqliteSession
 
 log = logging.getLogger("dfos_relay")
@@ -321,6 +324,8 @@ class SqliteStore(SqlStore):
     async def ping(self) -> None:
         async with self._reading() as conn:
             await conn.fetch("SELECT 1")
+        # the open connections' caches hide a file damaged since: read it anew
+        await asyncio.to_thread(probe_file, self.path, READ_VERSION)
 
     async def sequenced_and_keys(
         self, cids: Collection[str], dids: Collection[str]

@@ -1,5 +1,10 @@
 """Operator routes: ``/healthz`` (process up), ``/readyz`` (store reachable
-and sequencer running) and ``/metrics`` (Prometheus text format).
+and undamaged, sequencer running) and ``/metrics`` (Prometheus text format).
+
+``/readyz`` answers 200 ``{"status": "ready", ...}`` or 503 with each check
+(``store``: ``unreachable`` or ``damaged``; ``sequencer``: ``stopped``) and
+an ``error`` naming them. What "damaged" covers is the store's ``ping``
+(a SQLite file read anew per probe: ``stores.sqlite_probe``).
 
 ``/healthz`` never touches the store, so a slow database does not get a
 live process restarted; ``/readyz`` does, so a load balancer stops routing
@@ -25,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from relay.observability.metrics import CONTENT_TYPE
+from stores.base import StoreDamaged
 
 from .context import relay_of
 
@@ -48,13 +54,27 @@ async def readyz(request: Request) -> JSONResponse:
         if not await _bounded(request, "store_ping", relay.store.ping, READY_TIMEOUT_S):
             log.warning("readiness: store did not answer within %gs", READY_TIMEOUT_S)
             checks["store"] = "unreachable"
+    except StoreDamaged as exc:
+        log.error("readiness: the store is damaged: %s", exc)
+        checks["store"] = "damaged"
     except Exception as exc:  # any failure means "not ready", never a 500
         log.warning("readiness: store ping failed: %s", exc)
         checks["store"] = "unreachable"
-    ready = checks == {"sequencer": "running", "store": "ok"}
+    if checks == {"sequencer": "running", "store": "ok"}:
+        return JSONResponse({"status": "ready", **checks})
+    # the spec's error shape beside the checks; the details (a file path)
+    # are in the log, not in a public answer
+    reasons = [_REASONS[value] for value in checks.values() if value in _REASONS]
     return JSONResponse(
-        {"status": "ready" if ready else "unavailable", **checks}, status_code=200 if ready else 503
+        {"status": "unavailable", **checks, "error": "; ".join(reasons)}, status_code=503
     )
+
+
+_REASONS = {
+    "stopped": "the relay is not running",
+    "unreachable": "the store does not answer",
+    "damaged": "the store's data is damaged (see the relay's log)",
+}
 
 
 async def _bounded(
