@@ -11,8 +11,9 @@ Invariants: ``kid`` is a DID URL whose DID equals ``iss``; ``iat <= now < exp``
 (auth tokens: ``exp > now``); ``vc.@context`` is exactly the v2 context and
 ``vc.type`` is ``["VerifiableCredential", <DFOS type>]``; a VC-JWT holds no
 claim, ``vc`` field or ``credentialSubject`` field beyond those, ``iss``,
-``sub`` and ``contentId`` are at most 256 characters and ``iat``/``exp``
-positive (the reference ``CredentialClaims`` is a strict object). Every failure is a
+``sub`` and ``contentId`` are at most 256 characters (UTF-16 code units, as
+the reference's schema counts) and ``iat``/``exp`` positive (the reference
+``CredentialClaims`` is a strict object). Every failure is a
 ``CredentialError`` except an unresolvable ``kid`` (``KeyNotFoundError``).
 Times are passed in; nothing reads a clock. Not checked here: whether the
 issuer is deleted or still holds the key (the resolver decides that).
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ._fields import js_length
 from .envelope import TYP_JWT, TYP_VC, KeyResolver, verify_with_resolver
 from .errors import CredentialError, MalformedError, SignatureError
 from .ids import split_kid
@@ -47,6 +49,10 @@ DFOS_CONTENT_WRITE = "DFOSContentWrite"
 DFOS_CONTENT_READ = "DFOSContentRead"
 DFOS_CREDENTIAL_TYPES = frozenset({DFOS_CONTENT_WRITE, DFOS_CONTENT_READ})
 VC_CONTEXT_V2 = "https://www.w3.org/ns/credentials/v2"
+# the reference's CredentialClaims (Zod) caps iss, sub and contentId at 256
+# characters as JavaScript counts them: UTF-16 code units (``js_length``), so
+# the verdict on a delegated op is the reference relays'. Not a memory bound
+# (the token is within the body or header cap), so not UTF-8 bytes.
 _MAX_CLAIM_CHARS = 256
 _CREDENTIAL_CLAIMS = frozenset({"iss", "sub", "exp", "iat", "vc"})
 _VC_FIELDS = frozenset({"@context", "type", "credentialSubject"})
@@ -245,7 +251,7 @@ def _parse_credential(decoded: DecodedJws) -> Credential:
     claims = decoded.payload
     _only(claims, _CREDENTIAL_CLAIMS, "claim")
     iss, sub = _str_claim(claims, "iss"), _str_claim(claims, "sub")
-    if len(iss) > _MAX_CLAIM_CHARS or len(sub) > _MAX_CLAIM_CHARS:
+    if js_length(iss) > _MAX_CLAIM_CHARS or js_length(sub) > _MAX_CLAIM_CHARS:
         raise CredentialError(f"iss and sub must be at most {_MAX_CLAIM_CHARS} characters")
     iat, exp = _time_claim(claims, "iat"), _time_claim(claims, "exp")
     if iat <= 0 or exp <= 0:
@@ -271,7 +277,7 @@ def _parse_credential(decoded: DecodedJws) -> Credential:
     content_id = subject.get("contentId")
     if content_id is not None and not isinstance(content_id, str):
         raise CredentialError("credentialSubject.contentId must be a string")
-    if content_id is not None and len(content_id) > _MAX_CLAIM_CHARS:
+    if content_id is not None and js_length(content_id) > _MAX_CLAIM_CHARS:
         raise CredentialError(f"contentId must be at most {_MAX_CLAIM_CHARS} characters")
     return Credential(iss, sub, types[1], content_id, iat, exp, decoded.kid or "")
 
