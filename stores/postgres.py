@@ -83,6 +83,36 @@ def quoted_schema(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def url_settings(url: str) -> set[str]:
+    """The server settings the URL's query names (asyncpg passes each on)."""
+    return {k for k, _ in parse_qsl(urlsplit(url).query)}
+
+
+def session_defaults(url: str) -> dict[str, str]:
+    """The settings the relay runs with unless the URL's query names them:
+    they must not depend on the server's defaults (postgresql.conf, ALTER
+    DATABASE/ROLE ... SET), which a query setting overrides and these do too."""
+    named = url_settings(url)
+    out = {}
+    if "synchronous_commit" not in named:
+        # A commit the relay answered must survive a crash of the database
+        # host unless the operator chose otherwise in the URL: a server whose
+        # default is off would silently lose the last commits and give their
+        # seqs again.
+        out["synchronous_commit"] = "on"
+    if "plan_cache_mode" not in named:
+        # The sequencing reads take arrays whose sizes vary round to round
+        # and a raw-op buffer that swells and drains; a cached generic plan
+        # read a shuffled stream ~1.6x slower (bench/README.md).
+        out["plan_cache_mode"] = "force_custom_plan"
+    if "jit" not in named:
+        # JIT compiles when a plan's cost estimate is high, and estimates over
+        # a buffer table that fills before autovacuum analyses it are wild:
+        # a 0.1 ms recursive buffer read spent ~170 ms compiling.
+        out["jit"] = "off"
+    return out
+
+
 def _where(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or "localhost"
@@ -132,16 +162,7 @@ class PostgresStore(SqlStore):
         if self._pool is not None:
             return
         settings = {"search_path": quoted_schema(self.schema)} if self.schema else {}
-        if "plan_cache_mode" not in self.dsn:  # the URL's query may choose otherwise
-            # The sequencing reads take arrays whose sizes vary round to round
-            # and a raw-op buffer that swells and drains; a cached generic plan
-            # read a shuffled stream ~1.6x slower (bench/README.md).
-            settings["plan_cache_mode"] = "force_custom_plan"
-        if "jit" not in self.dsn:
-            # JIT compiles when a plan's cost estimate is high, and estimates over
-            # a buffer table that fills before autovacuum analyses it are wild:
-            # a 0.1 ms recursive buffer read spent ~170 ms compiling.
-            settings["jit"] = "off"
+        settings.update(session_defaults(self.dsn))
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,
