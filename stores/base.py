@@ -648,6 +648,12 @@ class FeedStore(Protocol):
         returns the coroutine that stops watching, or None when it cannot."""
         ...
 
+    def watch_epoch(self, on_doubt: Callable[[], None]) -> None:
+        """Call ``on_doubt()`` whenever the epoch may have changed without this
+        process resetting it, before any read or commit of this process can
+        see the change (Postgres: it reached a restarted database server)."""
+        ...
+
 
 class ForkReader(Protocol):
     """One chain's fork structure, read without the rest of the chain. Both

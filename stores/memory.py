@@ -346,6 +346,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
     ) -> Callable[[], Awaitable[None]] | None:
         return None  # one process: the ingestor's listener wakes the feed
 
+    def watch_epoch(self, on_doubt: Callable[[], None]) -> None:
+        return None  # only this process resets it, and its feed hears of that
+
     async def reset_feed_epoch(self) -> str:
         self._epoch = new_epoch()
         return self._epoch

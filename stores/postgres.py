@@ -22,6 +22,13 @@ An audit (``verify-store``) reads in one READ ONLY REPEATABLE READ
 transaction on its own pool connection: one snapshot for every table, no
 locks beyond ACCESS SHARE, so it never blocks ingestion.
 
+Durability. Sessions run with ``synchronous_commit=on`` unless the URL's
+query names it (the server's default does not decide). With ``off`` a
+crash of the server may lose the last commits: every new connection first
+checks whether the server restarted since (``stores.postgres_server_start``),
+and a new feed epoch is started if so; this process's feed is told
+(``watch_epoch``) before the connection is used.
+
 Every batch is one transaction. The schema is created or migrated on
 ``open()`` under a second advisory lock (concurrent starts are safe); a
 newer schema version or an unreachable server is a ``StoreError`` naming it.
@@ -33,6 +40,7 @@ import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -42,6 +50,7 @@ from relay.protocol.untrusted import ascii_decimal
 from stores.base import StoreError
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.postgres_lease import AdvisoryLease
+from stores.postgres_server_start import check_server_start
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
 from stores.sql.dialect import POSTGRES
@@ -156,6 +165,9 @@ class PostgresStore(SqlStore):
         self._pool_max = pool_max
         self._pool: Any = None
         self._leases = HandedOut()
+        self._migrated = False  # new connections check the server start once it is
+        self._server_start: datetime | None = None  # as this process last saw it
+        self._epoch_watchers: list[Callable[[], None]] = []
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
@@ -170,12 +182,16 @@ class PostgresStore(SqlStore):
                 max_size=self._pool_max,
                 timeout=CONNECT_TIMEOUT_S,
                 server_settings=settings,
+                init=self._connected,
             )
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
         self._pool = pool
         try:
             await self._migrate()
+            self._migrated = True
+            async with pool.acquire() as raw:  # opened before the table was there
+                await self._see_server(_PgConn(raw))
         except BaseException:
             await self.close()
             raise
@@ -194,6 +210,27 @@ class PostgresStore(SqlStore):
             for step in pending_migrations(current, POSTGRES, where):
                 for stmt in step:
                     await conn.execute(stmt)
+
+    async def _connected(self, raw: Any) -> None:
+        """Every new pool connection, before its first use: the server may
+        have restarted since the last (``stores.postgres_server_start``)."""
+        if self._migrated:
+            await self._see_server(_PgConn(raw))
+
+    async def _see_server(self, conn: Conn) -> None:
+        where = f"Postgres database {_where(self.dsn)}" + (
+            f" schema {self.schema}" if self.schema else ""
+        )
+        seen = await check_server_start(conn, where)
+        before, self._server_start = self._server_start, seen.started
+        if seen.new_epoch is not None or before not in (None, seen.started):
+            # whoever started a new epoch (this check, another connection or
+            # process), this process learns it before using the connection
+            for watcher in self._epoch_watchers:
+                watcher()
+
+    def watch_epoch(self, on_doubt: Callable[[], None]) -> None:
+        self._epoch_watchers.append(on_doubt)
 
     @property
     def _channel(self) -> str:
@@ -226,6 +263,7 @@ class PostgresStore(SqlStore):
 
     async def close(self) -> None:
         await self._leases.release_all()
+        self._migrated = False
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

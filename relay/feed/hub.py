@@ -110,6 +110,14 @@ class FeedHub:
         else:
             self._pending = loop.call_later(delay, self._wake)
 
+    def reset_head(self, head_seq: int) -> None:
+        """The log's seq domain was reset (a new epoch): its head may be lower
+        than the one known (commits lost with a database server), and a
+        subscriber reading to a head past the log would step over positions
+        as if purged, then miss the ops that take them. Wake everyone."""
+        self.known_head = head_seq
+        self._release(new_version=True)
+
     def _wake(self) -> None:
         if self._pending is not None:
             self._pending.cancel()

@@ -51,17 +51,35 @@ class Feed:
         self.cache = EventCache(store)
         self.hub.before_wake = self._prefetch
         self.epoch: str | None = None  # the store's epoch as last read
+        # The store doubts the epoch (a restarted database server) before
+        # this process reads or commits anything the change may concern:
+        # subscriptions re-read it before they send what they read.
+        self._doubts = self._settled = 0
+        store.watch_epoch(self._doubt_epoch)
 
     async def refresh_epoch(self) -> str:
         """Read the store's epoch; on a change, wake every subscription (those
-        of the old epoch end with a 410)."""
+        of the old epoch end with a 410), at the log's head as it is now."""
         epoch = await self.store.get_feed_epoch()
         if epoch != self.epoch:
             changed = self.epoch is not None
+            head = await self.store.log_length() if changed else 0
             self.epoch = epoch
             if changed:
-                self.hub.notify()
+                self.hub.reset_head(head)
         return epoch
+
+    def _doubt_epoch(self) -> None:
+        self._doubts += 1
+        self.hub.notify()  # followers re-read it, even with nothing new to send
+
+    async def current_epoch(self) -> str | None:
+        """The epoch, read again if the store doubted it since the last read."""
+        doubts = self._doubts
+        if doubts != self._settled:
+            await self.refresh_epoch()
+            self._settled = doubts
+        return self.epoch
 
     async def _poll_head(self) -> int:
         await self.refresh_epoch()  # another process may have reset it
@@ -219,7 +237,7 @@ class Subscription:
         last_eose = self.cursor if eose_sent else -1  # one EOSE per position
         woken = False
         while True:
-            self._check_epoch()
+            await self._check_epoch()
             version = hub.version  # read with the head: no wake-up can be missed
             # the hub knows the head: every commit notifies it (this process's at
             # once, others' by push or poll), so no store read per subscriber.
@@ -229,6 +247,7 @@ class Subscription:
             upto = head if flt.until_seq is None else min(head, flt.until_seq)
             while self.cursor < upto:
                 batch = await cache.read(self.epoch, self.cursor, upto, PAGE)
+                await self._check_epoch()  # the read may have reached a restarted server
                 if not batch:  # a page of purged positions: no op is there to send
                     self.passed(min(upto, self.cursor + PAGE))
                     continue
@@ -264,9 +283,9 @@ class Subscription:
                 yield Heartbeat()
             woken = True
 
-    def _check_epoch(self) -> None:
+    async def _check_epoch(self) -> None:
         """Raise ``FeedGone`` once the log's seq domain was reset under us."""
-        epoch = self.feed.epoch
+        epoch = await self.feed.current_epoch()
         if epoch is None or epoch == self.epoch:
             return
         raise FeedGone(

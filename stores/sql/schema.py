@@ -36,6 +36,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      deleted with the CID's ``raw_ops`` row by a trigger (v7)
 - ``ops_children``   ops by parent CID and position (v9): a chain's tips are
                      its ops without a child, found without reading the chain
+- ``server_start``   Postgres only: the database server's start the store last
+                     saw, and whether commits were asynchronous under it (v10)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -322,6 +324,21 @@ _V8 = ["CREATE INDEX purged_ops_pos ON purged_ops (pos)"]
 # (a planner may otherwise AND it with a range scan of the whole log).
 _V9 = ["CREATE INDEX ops_children ON ops (parent_cid, pos) WHERE parent_cid IS NOT NULL"]
 
+# Postgres only: the server start the store last saw, and whether commits
+# were asynchronous (``synchronous_commit=off``) under it: a crash of the
+# server may then have lost the last ones, so another start means a new feed
+# epoch (``stores.postgres_server_start``). NULL: not seen yet.
+_V10: list[str | Only] = [
+    Only(
+        "postgres",
+        "CREATE TABLE server_start (id INTEGER PRIMARY KEY CHECK (id = 1), "
+        "started TIMESTAMPTZ, async_commits BOOLEAN NOT NULL)",
+    ),
+    Only(
+        "postgres", "INSERT INTO server_start (id, started, async_commits) VALUES (1, NULL, false)"
+    ),
+]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -333,6 +350,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     7: _V7,
     8: _V8,
     9: _V9,
+    10: _V10,
 }
 LATEST_VERSION = max(MIGRATIONS)
 

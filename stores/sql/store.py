@@ -203,6 +203,9 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
     ) -> Callable[[], Awaitable[None]] | None:
         return None  # a backend that can push commits overrides this
 
+    def watch_epoch(self, on_doubt: Callable[[], None]) -> None:
+        return None  # a backend whose epoch can change under a running relay overrides this
+
     async def reset_feed_epoch(self) -> str:
         epoch = new_epoch()
         async with self._writing_one() as conn:
