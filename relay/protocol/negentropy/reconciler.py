@@ -82,11 +82,14 @@ class NegentropyOptions:
 @dataclass(slots=True)
 class ClientRound:
     """The client's view after one reply: the next message (None: done)
-    and the ids learned in this round."""
+    and the ids learned in this round. ``have`` holds at most the room the
+    step was given; ``have_cut`` says ids past it were left out."""
 
     message: bytes | None
     have: list[bytes] = field(default_factory=list)
     need: list[bytes] = field(default_factory=list)
+    have_room: int | None = None
+    have_cut: bool = False
 
 
 class Negentropy:
@@ -107,17 +110,19 @@ class Negentropy:
         body = self._split(0, self.storage.size(), Bound(INFINITY), writer)
         return bytes([PROTOCOL_VERSION]) + body
 
-    def step(self, reply: bytes) -> ClientRound:
+    def step(self, reply: bytes, have_room: int | None = None) -> ClientRound:
         """Process a server reply; raises ``UnsupportedVersion`` on a
-        downgrade reply (a lone version byte other than ours)."""
-        return _run(self.step_in_steps(reply))
+        downgrade reply (a lone version byte other than ours). At most
+        ``have_room`` ids are kept in ``have`` (None: all): a server that
+        claims to lack everything names our whole store."""
+        return _run(self.step_in_steps(reply, have_room))
 
-    def step_in_steps(self, reply: bytes) -> Steps[ClientRound]:
+    def step_in_steps(self, reply: bytes, have_room: int | None = None) -> Steps[ClientRound]:
         """``step``, pausing (a bare ``yield``) every ``ranges_per_step``
         ranges. During a pause the storage may change, and ``storage`` may
         be set to a new view of it; positions are found again from the
         bounds, which do not move."""
-        result = ClientRound(None)
+        result = ClientRound(None, have_room=have_room)
         message = yield from self._process(reply, result)
         result.message = None if len(message) == 1 else message
         return result
@@ -304,11 +309,17 @@ def _read_ids(reader: Reader) -> list[bytes]:
 
 
 def _compare(ours: Iterator[Item], theirs: list[bytes], client: ClientRound) -> None:
-    """Ours but not theirs is ``have``; theirs but not ours is ``need``."""
+    """Ours but not theirs is ``have`` (up to its room); theirs but not ours
+    is ``need``."""
     remaining = dict.fromkeys(theirs)  # ordered, de-duplicated
+    room = client.have_room
     for _, item_id in ours:
         if item_id in remaining:
             del remaining[item_id]
-        else:
+        elif room is None or len(client.have) < room:
             client.have.append(item_id)
+        else:
+            client.have_cut = True
+            if not remaining:  # the rest of ours can only be more of the same
+                break
     client.need.extend(remaining)
