@@ -156,6 +156,16 @@ class PeerLogEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class SubmitResult:
+    """One result of a peer's ``POST /operations`` answer: its ``status``
+    ("new", "duplicate", "rejected"; "" when it named none) and, from our
+    relays, its reject ``reason`` (additive). The peer's word only."""
+
+    status: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PeerLogPage:
     entries: tuple[PeerLogEntry, ...]
     cursor: str | None
@@ -238,9 +248,10 @@ class PeerClient(Protocol):
         peer_url: str,
         operations: Sequence[str],
         headers: Mapping[str, str] | None = None,
-    ) -> None:
+    ) -> list[SubmitResult]:
         """POST /operations (at most 100 tokens); ``headers`` carry the relay
-        push headers below (sender, hop)."""
+        push headers below (sender, hop). One result per token, as the peer
+        put it."""
         ...
 
     async def aclose(self) -> None: ...

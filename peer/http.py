@@ -34,6 +34,7 @@ from peer.base import (
     PeerResponseTooLarge,
     PeerTimeout,
     PeerUnreachable,
+    SubmitResult,
     parse_log_page,
 )
 from peer.inflate import ACCEPTED_ENCODINGS, EncodingError, decompressor, inflate
@@ -117,7 +118,7 @@ class HttpPeerClient:
         peer_url: str,
         operations: Sequence[str],
         headers: Mapping[str, str] | None = None,
-    ) -> None:
+    ) -> list[SubmitResult]:
         if not 1 <= len(operations) <= MAX_SUBMIT_OPERATIONS:
             raise ValueError(f"submit 1..{MAX_SUBMIT_OPERATIONS} operations, not {len(operations)}")
         status, data = await self._request(
@@ -132,6 +133,7 @@ class HttpPeerClient:
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(operations):
             raise PeerMalformedPage(peer_url, "POST /operations answer lacks one result per op")
+        return [_submit_result(r) for r in results]
 
     async def get_well_known(self, peer_url: str) -> dict[str, Any]:
         """The peer's ``/.well-known/dfos-relay`` document (shape: a JSON
@@ -280,3 +282,11 @@ def _error_text(data: Any) -> str:
     if isinstance(data, dict) and isinstance(data.get("error"), str):
         return data["error"][:200]
     return ""
+
+
+def _submit_result(result: object) -> SubmitResult:
+    fields = result if isinstance(result, dict) else {}
+    status, reason = fields.get("status"), fields.get("reason")
+    return SubmitResult(
+        status if isinstance(status, str) else "", reason if isinstance(reason, str) else None
+    )
