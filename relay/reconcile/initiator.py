@@ -1,34 +1,42 @@
 """The initiating side of reconciliation with one peer.
 
 1. Negentropy rounds over our index (or a createdAt window of it) until
-   the exchange ends, learning ``have`` (ours, not theirs) and ``need``.
+   the exchange ends, learning ``have`` (ours, not theirs) and ``need``
+   (theirs, not ours, less the ops waiting in our pending buffer: we hold
+   those already, and fetching them again would not make them sequence).
 2. Pull: ``need`` is fetched in batches (oldest first, so dependencies
    tend to come first; the peer orders each batch for transfer) and
    ingested through the normal pipeline: every op is verified, the peer
    is trusted with nothing.
-3. Push: ``have`` is read from our store and posted in transfer order.
+3. Push: ``have`` is read from our store a thousand at a time and posted
+   in transfer order, a hundred a request.
 
 Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
-time and ids to fetch per run; a reply over our frame limit, a malformed
-reply, or ids the peer advertised and then would not serve end the run
+time, ids to fetch and ids to push per run; a reply over our frame limit,
+a malformed reply, ids the peer advertised and then would not serve, ops
+it served that do not verify, or a push it rejected whole end the run
 with an error that the caller logs and backs off on. Running out of rounds
-or of room for ids cuts the run short: what it found is still moved, so
-the next run gets further. Fetching stops at the first batch the peer
-serves none of (a peer that floods us with ids it has not got costs one
-fetch request, not one per thousand ids).
+or of room for ids cuts the run short (``report.cut_short``): what it
+found is still moved, so the next run gets further, and the caller runs it
+soon when this one made progress. Fetching stops at the first batch the
+peer serves none of, or serves only forgeries of (a peer that floods us
+with ids it has not got costs one fetch request, not one per thousand
+ids), and pushing at the first batch it rejects whole (a peer that claims
+to lack everything and takes nothing costs one push).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from peer.base import PeerError, PeerResponseTooLarge
+from peer.base import PeerError, PeerResponseTooLarge, SubmitResult
 from peer.sync_http import MAX_FETCH_CIDS, FetchedOperations, HttpSyncClient
 from relay.protocol.negentropy import (
+    ID_SIZE,
     INFINITY,
     Negentropy,
     NegentropyError,
@@ -38,10 +46,10 @@ from relay.protocol.negentropy import (
     UnsupportedVersion,
     cid_from_id,
 )
-from relay.rules.outcomes import IngestionResult, Status
+from relay.rules.outcomes import IngestionResult, RejectReason, Status
 from relay.rules.transfer_order import transfer_order
 from relay.scope import Scope
-from stores.base import OperationRecord, StoreError
+from stores.base import OperationRecord, PendingOp, StoreError
 
 from .index import FingerprintIndex
 from .pacing import run_paced
@@ -62,6 +70,10 @@ class ReconcileBounds:
     # ~1M (some 250 MB held and 1,000 fetch requests); 100k is 100 fetches
     # of 1000 and ~10 MB, and a larger honest difference takes more runs
     max_need: int = 100_000
+    # ids a run collects to push: a peer claiming to lack everything names
+    # our whole store; 100k is 3.2 MB of ids and at most 1,000 posts of 100
+    # (read from the store 1000 at a time), and the rest is for later runs
+    max_have: int = 100_000
 
 
 class ReconcileAborted(Exception):
@@ -69,12 +81,12 @@ class ReconcileAborted(Exception):
 
 
 class _CutShort(ReconcileAborted):
-    """The round bound or the bound on ids to fetch passed: what the rounds
-    so far found is still moved (a peer with a small frame limit needs many
-    rounds for a large difference, a large difference more ids than one run
-    holds, and each run then gets further than the last)."""
+    """The round bound or a bound on ids to fetch or push passed: what the
+    rounds so far found is still moved (a peer with a small frame limit
+    needs many rounds for a large difference, a large difference more ids
+    than one run holds, and each run then gets further than the last)."""
 
-    def __init__(self, message: str, have: list[bytes], need: list[bytes]) -> None:
+    def __init__(self, message: str, have: bytes, need: list[bytes]) -> None:
         super().__init__(message)
         self.have, self.need = have, need
 
@@ -93,14 +105,24 @@ class ReconcileReport:
     sequenced: int = 0  # of those, newly sequenced here
     refused: list[str] = field(default_factory=list)  # advertised, then not served
     waiting: list[str] = field(default_factory=list)  # pulled, waiting for a dependency
+    buffered: int = 0  # theirs, not fetched: they wait in our pending buffer already
     pushed: int = 0
+    accepted: int = 0  # of those, answered "new" by the peer (its word)
     seconds: float = 0.0
     error: str | None = None
+    # the run stopped at a bound on its size (rounds, ids to fetch or push)
+    # and nothing else went wrong: the next run goes on from there
+    cut_short: bool = False
     scope_id: str | None = None  # a scoped run: over that scope's items only
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def progressed(self) -> bool:
+        """It moved ops: sequenced or parked here, or taken by the peer."""
+        return bool(self.sequenced or self.waiting or self.accepted)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -116,15 +138,19 @@ class ReconcileReport:
             "fetched": self.fetched,
             "sequenced": self.sequenced,
             "refused": len(self.refused),
+            "buffered": self.buffered,
             "pushed": self.pushed,
+            "accepted": self.accepted,
             "seconds": round(self.seconds, 3),
             "error": self.error,
+            "cutShort": self.cut_short,
             "scopeId": self.scope_id,
         }
 
 
 class ReconcileStore(ScopedItemsStore, Protocol):
     async def read_operations(self, cids: Sequence[str]) -> dict[str, OperationRecord]: ...
+    async def find_buffered(self, cids: Collection[str]) -> dict[str, PendingOp]: ...
 
 
 class ReconcileHost(Protocol):
@@ -164,10 +190,10 @@ async def reconcile(
         async with asyncio.timeout(bounds.deadline_s):
             ran_out: _CutShort | None = None
             try:
-                have, need = await _rounds(items, client, report, bounds)
+                have, need = await _rounds(items, host.store, client, report, bounds)
             except _CutShort as cut:
                 ran_out, have, need = cut, cut.have, cut.need
-            report.have, report.need = len(have), len(need)
+            report.have, report.need = len(have) // ID_SIZE, len(need)
             try:
                 if direction in ("pull", "both") and need:
                     await _pull(host, client, report, need)
@@ -176,6 +202,7 @@ async def reconcile(
             except ReconcileAborted as exc:  # both said: the run was partial too
                 raise ReconcileAborted(f"{exc}; {ran_out}" if ran_out else str(exc)) from exc
             if ran_out is not None:
+                report.cut_short = True
                 raise ran_out
     except TimeoutError:
         report.error = f"deadline of {bounds.deadline_s:g}s passed"
@@ -215,21 +242,23 @@ class _Items:
 
 async def _rounds(
     items: _Items,
+    store: ReconcileStore,
     client: HttpSyncClient,
     report: ReconcileReport,
     bounds: ReconcileBounds,
-) -> tuple[list[bytes], list[bytes]]:
+) -> tuple[bytes, list[bytes]]:
     window = report.window
     options = NegentropyOptions(frame_size_limit=bounds.frame_limit, random_splits=True)
     negentropy = Negentropy(await items.storage(window), options)
-    have: dict[bytes, None] = {}
+    # ids to push, 32 bytes each: Negentropy names each of ours at most once a run
+    have = bytearray()
     need: dict[bytes, None] = {}
     message: bytes | None = negentropy.initiate()
     while message is not None:
         if report.rounds >= bounds.max_rounds:
             raise _CutShort(
                 f"no agreement after {bounds.max_rounds} rounds (what they found was moved)",
-                list(have), list(need),
+                bytes(have), list(need),
             )  # fmt: skip
         report.rounds += 1
         report.bytes_sent += len(message)
@@ -246,9 +275,10 @@ async def _rounds(
             raise ReconcileAborted(f"more than {bounds.max_bytes} bytes in one run")
         # Commits between rounds move indexes: every step reads a fresh view.
         negentropy.storage = await items.storage(window)
+        room = bounds.max_have - len(have) // ID_SIZE
         try:
             step = await run_paced(
-                negentropy.step_in_steps(reply),
+                negentropy.step_in_steps(reply, room),
                 negentropy,
                 lambda: items.current(window, negentropy.storage),
             )
@@ -256,15 +286,39 @@ async def _rounds(
             raise ReconcileAborted(f"peer does not speak negentropy V1 ({exc})") from exc
         except NegentropyError as exc:
             raise ReconcileAborted(f"malformed negentropy reply: {exc}") from exc
-        have.update(dict.fromkeys(step.have))
-        if not _collect(need, step.need, bounds.max_need):
+        have += b"".join(step.have)
+        if step.have_cut and report.direction != "pull":
+            raise _CutShort(
+                f"more than {bounds.max_have} ids to push in one run"
+                " (collecting stopped there: the rest is for the next run)",
+                bytes(have), list(need),
+            )  # fmt: skip
+        found = await _not_buffered(store, step.need, report)
+        if not _collect(need, found, bounds.max_need):
             raise _CutShort(
                 f"more than {bounds.max_need} ids to fetch in one run"
                 " (collecting stopped there: the rest is for the next run)",
-                list(have), list(need),
+                bytes(have), list(need),
             )  # fmt: skip
         message = step.message
-    return list(have), list(need)
+    return bytes(have), list(need)
+
+
+async def _not_buffered(
+    store: ReconcileStore, ids: list[bytes], report: ReconcileReport
+) -> list[bytes]:
+    """``ids`` less those of ops waiting in our pending buffer: the peer's
+    index holds its log only, so an op parked here (waiting for a dependency,
+    or not verified yet) is named again by every run until it sequences, and
+    fetching it again neither helps it along nor leaves room for the rest."""
+    kept: list[bytes] = []
+    for at in range(0, len(ids), MAX_FETCH_CIDS):
+        part = ids[at : at + MAX_FETCH_CIDS]
+        cids = [cid_from_id(i) for i in part]
+        buffered = await store.find_buffered(cids)
+        kept.extend(i for i, cid in zip(part, cids, strict=True) if cid not in buffered)
+        report.buffered += len(buffered)
+    return kept
 
 
 def _collect(need: dict[bytes, None], found: list[bytes], cap: int) -> bool:
@@ -286,23 +340,26 @@ async def _pull(
 ) -> None:
     for at in range(0, len(need), MAX_FETCH_CIDS):
         cids = [cid_from_id(i) for i in need[at : at + MAX_FETCH_CIDS]]
-        if not await _pull_batch(host, client, report, cids):
-            # ids it has not got: asking for the rest would be no better
-            unasked = len(need) - at - len(cids)
+        unasked = len(need) - at - len(cids)
+        more = f" ({unasked} more not asked for)" if unasked else ""
+        served, invalid = await _pull_batch(host, client, report, cids)
+        if not served:  # ids it has not got: asking for the rest would be no better
             raise ReconcileAborted(
-                f"peer advertised {len(report.refused)} ops it then did not serve"
-                + (f" ({unasked} more not asked for)" if unasked else "")
+                f"peer advertised {len(report.refused)} ops it then did not serve{more}"
             )
+        if invalid == served:  # forgeries: the rest would be no better either
+            raise ReconcileAborted(f"peer served {served} ops of which none verify{more}")
     if report.refused:
         raise ReconcileAborted(f"peer advertised {len(report.refused)} ops it then did not serve")
 
 
 async def _pull_batch(
     host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, cids: list[str]
-) -> bool:
-    """``cids`` fetched and ingested; False when the peer served none of them
-    (all of them are then refused, named as missing or not)."""
-    served, named = 0, set[str]()
+) -> tuple[int, int]:
+    """``cids`` fetched and ingested: (ops the peer served, of those rejected
+    for good: a bad signature, a CID that is not the payload's...). When it
+    served none, all of them are refused, named as missing or not."""
+    served, invalid, named = 0, 0, set[str]()
     async for batch, fetched in _fetched(client, report.peer, cids):
         asked = set(batch)
         named.update(c for c in fetched.missing if c in asked)
@@ -314,8 +371,9 @@ async def _pull_batch(
             report.waiting.extend(
                 r.cid for r in results if r.reason is not None and r.reason.is_dependency
             )
+            invalid += sum(1 for r in results if r.reason is not None and r.reason.is_permanent)
     report.refused.extend(c for c in cids if c in named or not served)
-    return served > 0
+    return served, invalid
 
 
 async def _fetched(
@@ -341,18 +399,39 @@ async def _push(
     host: ReconcileHost,
     client: HttpSyncClient,
     report: ReconcileReport,
-    have: list[bytes],
+    have: bytes,
     skip: Callable[[str], bool] | None,
     headers: Callable[[], Mapping[str, str]] | None,
 ) -> None:
-    cids = [cid_from_id(i) for i in have]
-    if skip is not None:
-        cids = [cid for cid in cids if not skip(cid)]
-    ops: list[OperationRecord] = []
-    for at in range(0, len(cids), MAX_FETCH_CIDS):
-        ops.extend((await host.store.read_operations(cids[at : at + MAX_FETCH_CIDS])).values())
-    ordered = transfer_order(ops)
-    for at in range(0, len(ordered), PUSH_BATCH):
-        batch = [op.jws_token for op in ordered[at : at + PUSH_BATCH]]
-        await client.submit_operations(report.peer, batch, headers() if headers else None)
-        report.pushed += len(batch)
+    """``have`` pushed, read a thousand ops at a time (each thousand in
+    transfer order: ``have`` comes in createdAt order within each round, so
+    dependencies mostly precede what needs them, and the peer parks the rest
+    until they come)."""
+    chunk = MAX_FETCH_CIDS * ID_SIZE
+    for at in range(0, len(have), chunk):
+        ids = have[at : at + chunk]
+        cids = [cid_from_id(ids[i : i + ID_SIZE]) for i in range(0, len(ids), ID_SIZE)]
+        later = (len(have) - at - len(ids)) // ID_SIZE
+        if skip is not None:
+            cids = [cid for cid in cids if not skip(cid)]
+        ops = transfer_order((await host.store.read_operations(cids)).values()) if cids else []
+        for part in range(0, len(ops), PUSH_BATCH):
+            batch = [op.jws_token for op in ops[part : part + PUSH_BATCH]]
+            results = await client.submit_operations(
+                report.peer, batch, headers() if headers else None
+            )
+            report.pushed += len(batch)
+            report.accepted += sum(1 for r in results if r.status == "new")
+            if all(_refused(r) for r in results):  # the rest would fare no better
+                unpushed = len(ops) - part - len(batch) + later
+                more = f" ({unpushed} more not pushed)" if unpushed else ""
+                raise ReconcileAborted(f"peer rejected all {len(batch)} ops of a push{more}")
+
+
+_WAITS = frozenset(reason.value for reason in RejectReason if reason.is_dependency)
+
+
+def _refused(result: SubmitResult) -> bool:
+    """Rejected, and not parked to wait for a dependency (a windowed run may
+    push an op without the older one it needs: the peer keeps it for later)."""
+    return result.status == "rejected" and result.reason not in _WAITS

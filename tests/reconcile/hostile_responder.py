@@ -1,7 +1,8 @@
 """A hostile reconciliation responder for tests: a real Starlette app on
 loopback that answers ``POST /sync/negentropy`` with whatever ``reply``
-makes of each message, and ``POST /sync/operations`` with ``operations``
-(by default: every cid missing). Also the message shapes such a peer
+makes of each message, ``POST /sync/operations`` with ``operations``
+(by default: every cid missing) and, given ``submit``, ``POST /operations``
+with the results it makes of each pushed batch. Also the message shapes such a peer
 sends: an id list over everything, a random fingerprint, and a flood of
 fabricated ids that fills a frame and keeps the exchange going."""
 
@@ -22,11 +23,18 @@ from relay.testing.server import serve_on_loopback
 
 Reply = Callable[[bytes], Awaitable[bytes]]
 Operations = Callable[[list[str]], dict[str, object]]
+Submit = Callable[[list[str]], list[dict[str, object]]]
 
 
 def id_list(ids: list[bytes]) -> bytes:
     body = BoundWriter().encode(Bound(INFINITY)) + encode_varint(Mode.ID_LIST)
     return b"\x61" + body + encode_varint(len(ids)) + b"".join(ids)
+
+
+def lacks_everything() -> bytes:
+    """The reply of a peer that holds nothing: an empty id list over
+    everything, so every id of ours is one it lacks."""
+    return id_list([])
 
 
 def random_fingerprint() -> bytes:
@@ -49,7 +57,9 @@ def flood(frame_limit: int) -> bytes:
 
 
 @asynccontextmanager
-async def hostile(reply: Reply, operations: Operations | None = None) -> AsyncIterator[str]:
+async def hostile(
+    reply: Reply, operations: Operations | None = None, submit: Submit | None = None
+) -> AsyncIterator[str]:
     async def negentropy(request: Request) -> Response:
         return Response(await reply(await request.body()), media_type="application/octet-stream")
 
@@ -58,11 +68,16 @@ async def hostile(reply: Reply, operations: Operations | None = None) -> AsyncIt
         body = operations(cids) if operations else {"operations": [], "missing": cids}
         return JSONResponse(body)
 
-    app = Starlette(
-        routes=[
-            Route("/sync/negentropy", negentropy, methods=["POST"]),
-            Route("/sync/operations", fetch, methods=["POST"]),
-        ]
-    )
+    async def pushed(request: Request) -> JSONResponse:
+        assert submit is not None
+        return JSONResponse({"results": submit((await request.json())["operations"])})
+
+    routes = [
+        Route("/sync/negentropy", negentropy, methods=["POST"]),
+        Route("/sync/operations", fetch, methods=["POST"]),
+    ]
+    if submit is not None:
+        routes.append(Route("/operations", pushed, methods=["POST"]))
+    app = Starlette(routes=routes)
     async with serve_on_loopback(app) as url:
         yield url
