@@ -27,13 +27,16 @@ class _Report(Protocol):
     def seconds(self) -> float: ...
     @property
     def ok(self) -> bool: ...
+    @property
+    def cut_short(self) -> bool: ...
 
 
 class ReconcileMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
         self.runs = Counter(
-            "dfos_relay_reconcile_runs", "Reconciliation runs per peer, by result",
+            "dfos_relay_reconcile_runs",
+            "Reconciliation runs per peer, by result (ok, cut-short by a bound, failed)",
             ["peer", "result"], registry=r,
         )  # fmt: skip
         self.rounds = Counter(
@@ -63,7 +66,8 @@ class ReconcileMetrics:
 
     def run(self, report: _Report) -> None:
         peer = report.peer
-        self.runs.labels(peer, "ok" if report.ok else "failed").inc()
+        result = "ok" if report.ok else "cut-short" if report.cut_short else "failed"
+        self.runs.labels(peer, result).inc()
         self.rounds.labels(peer).inc(report.rounds)
         self.bytes.labels(peer, "sent").inc(report.bytes_sent)
         self.bytes.labels(peer, "received").inc(report.bytes_received)

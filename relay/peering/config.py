@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from relay.reconcile.initiator import ReconcileBounds
 from relay.scope import Scope
 
 GOSSIP_BATCH = 100  # openapi.yaml: POST /operations takes at most 100 ops
@@ -33,6 +34,10 @@ LIVE_STALL_S = 60.0
 RECONCILE_INTERVAL_S = 300.0  # between runs per reconcile peer
 RECONCILE_WINDOW_S = 24 * 3600.0  # periodic runs cover this much recent createdAt
 RECONCILE_FULL_EVERY = 12  # ... and every Nth periodic run covers everything
+# runs right after one cut short by its bounds that moved ops (1.1M ids each
+# way with the default bounds), before the next waits for the interval
+RECONCILE_FOLLOW_ONS = 10
+RECONCILE_BOUNDS = ReconcileBounds()  # per run: rounds, bytes, wall time, ids each way
 FANOUT_DIRECT_MAX = 4  # up to this many gossip peers: push every op to each (no rendezvous)
 FANOUT_FORWARD_QUEUE_MAX = 10_000  # ops waiting at a coordinator to be forwarded
 ECHO_MEMORY_PER_PEER = 20_000  # op CIDs remembered per peer for echo suppression
@@ -63,6 +68,8 @@ class PeeringConfig:
     reconcile_interval_s: float | None = RECONCILE_INTERVAL_S  # None: after start and gaps only
     reconcile_window_s: float = RECONCILE_WINDOW_S
     reconcile_full_every: int = RECONCILE_FULL_EVERY
+    reconcile_bounds: ReconcileBounds = RECONCILE_BOUNDS
+    reconcile_follow_ons: int = RECONCILE_FOLLOW_ONS
     scope: Scope | None = None  # pull only this scope (and its closure) from peers
     fanout_direct_max: int = FANOUT_DIRECT_MAX
     fanout_forward_queue_max: int = FANOUT_FORWARD_QUEUE_MAX
@@ -90,6 +97,8 @@ class PeeringConfig:
             raise ValueError("read_through_peer_fetches must be >= 1")
         if self.reconcile_interval_s is not None and self.reconcile_interval_s <= 0:
             raise ValueError("reconcile_interval_s must be positive")
+        if self.reconcile_follow_ons < 0:
+            raise ValueError("reconcile_follow_ons must be >= 0")
         if self.reconcile_window_s <= 0 or self.reconcile_full_every < 1:
             raise ValueError("reconcile_window_s must be positive, reconcile_full_every >= 1")
         if self.fanout_direct_max < 0 or self.peer_discovery_max < 0:

@@ -10,8 +10,16 @@ For each reconcile peer, one task:
 - runs at once when asked (``request``): after a feed gap or an unknown
   log cursor, which without it cost a full log replay.
 
-Each run is bounded (``ReconcileBounds``); a failed run backs the peer off
-under the shared per-peer ``Backoff``.
+Each run is bounded (``PeeringConfig.reconcile_bounds``); a failed run
+backs the peer off under the shared per-peer ``Backoff``. A run cut short
+by a bound on its size that moved ops is not a failure: the next run (over
+the same window) follows at once, up to ``reconcile_follow_ons`` in a row,
+so a difference larger than one run converges at the pace of the runs, not
+of the backoff (the limit: what a peer took is its word, and a peer that
+says it took everything and still lacks it must not keep us pushing). Cut
+short without moving anything, it is a failure like any other. Either way
+the next scheduled run covers the same window: the rest of a full run cut
+short does not wait ``reconcile_full_every`` intervals for the next full one.
 
 The replication ledger: a requested repair holds the in-link ``repairing``
 while it runs; every run records success or failure on the in-link; a run
@@ -28,7 +36,12 @@ import time
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from relay.reconcile.initiator import Direction, ReconcileAborted, ReconcileReport
+from relay.reconcile.initiator import (
+    Direction,
+    ReconcileAborted,
+    ReconcileBounds,
+    ReconcileReport,
+)
 from relay.reconcile.server import Window
 from relay.scope import Scope
 
@@ -48,6 +61,7 @@ class ReconcilingHost(Protocol):
         peer_url: str,
         direction: Direction = "both",
         window: Window | None = None,
+        bounds: ReconcileBounds | None = None,
         *,
         scope: Scope | None = None,
     ) -> ReconcileReport: ...
@@ -91,6 +105,10 @@ class ReconcileRepair:
         failed), so the caller falls back to a full log replay."""
         async with self.ledger.repairing(url):
             report = await self.run_once(url, direction="pull")
+            for _ in range(self._config.reconcile_follow_ons):
+                if report is None or not _goes_on(report):
+                    break
+                report = await self.run_once(url, direction="pull")
         return report is not None and report.ok
 
     async def run_once(
@@ -103,11 +121,18 @@ class ReconcileRepair:
             return None
         direction = allowed
         head = self.out_links.head if self.out_links is not None else 0
+        bounds = self._config.reconcile_bounds
         async with self._locks.setdefault(url, asyncio.Lock()):
-            report = await host.reconcile(url, direction, window, scope=self._config.scope)
+            report = await host.reconcile(url, direction, window, bounds, scope=self._config.scope)
         self.last[url] = report
         await self._record(url, direction, report, head)
-        if report.ok:
+        if _goes_on(report):
+            self._backoff.success(url)
+            log.info(
+                "reconciled with %s in part (%s): %d sequenced from it, %d pushed to it;"
+                " going on", url, report.error, report.sequenced, report.pushed,
+            )  # fmt: skip
+        elif report.ok:
             self._backoff.success(url)
             if report.have or report.need:
                 log.info(
@@ -125,6 +150,11 @@ class ReconcileRepair:
 
     async def _record(self, url: str, direction: Direction, report: ReconcileReport,
                       head: int) -> None:  # fmt: skip
+        if _goes_on(report):  # not caught up, not failing either
+            await self.ledger.success(url, "in")
+            if url not in self.ledger.followed:
+                await self.ledger.set_state(url, "in", "repairing")
+            return
         if not report.ok:
             await self.ledger.failure(url, "in", report.error or "reconciliation failed")
             return
@@ -152,10 +182,17 @@ class ReconcileRepair:
         runs = 0
         while True:
             full = runs % self._config.reconcile_full_every == 0
+            window = None if full else self._window()
             if self._backoff.ready(url):
                 try:
-                    await self.run_once(url, window=None if full else self._window())
-                    runs += 1
+                    report = await self.run_once(url, window=window)
+                    # cut short, having moved ops: the same window again at once
+                    for _ in range(self._config.reconcile_follow_ons):
+                        if report is None or not _goes_on(report):
+                            break
+                        report = await self.run_once(url, window=window)
+                    if report is None or not report.cut_short:
+                        runs += 1  # else its rest is for the next run, over the same window
                 except Exception:  # a store failure must not end the loop silently
                     log.exception("reconcile with %s failed", url)
             wake = self._wake[url]
@@ -173,3 +210,9 @@ class ReconcileRepair:
         if not self._backoff.ready(url):
             return max(0.05, self._backoff.delay(url))
         return interval
+
+
+def _goes_on(report: ReconcileReport) -> bool:
+    """Cut short by a bound on its size after moving ops: the rest is for a
+    run right after it."""
+    return report.cut_short and report.progressed
