@@ -24,8 +24,10 @@ request never gets a buffer row. Another token of a waiting op's CID waits
 beside it as a copy and is tried if that op is rejected, or is woken and
 waits again (``_buffer``). A buffered op (or copy) the write policy fails
 on stays buffered, waiting for the policy, and the relay tries it again
-(``_kept_through``, ``retry.py``). An op that would wait but is dated beyond
-the future guard is rejected instead (``_beyond_future_guard``).
+(``_kept_through``, ``retry.py``). An op that would wait but can only be
+rejected once verified is rejected instead: its payload does not parse
+(``_malformed_payload``), or it is dated beyond the future guard
+(``_beyond_future_guard``).
 Nothing is answered before that commit, so a crash before it loses nothing
 a sender was told was kept.
 
@@ -45,6 +47,7 @@ from relay.protocol import (
     ProtocolError,
     check_cid,
     check_typ_not_future,
+    check_typ_payload,
     cid_of,
     decode_jws,
     is_cid,
@@ -441,7 +444,8 @@ class _Sequencing:
                 # The buffer is keyed by CID: an op parked under a CID its
                 # payload does not have could take the place of the op that has it.
                 outcome = (
-                    _claimed_cid_holds(sub)
+                    _malformed_payload(sub)
+                    or _claimed_cid_holds(sub)
                     or _beyond_future_guard(sub, self.now_ms)
                     or self._banned_claim(sub)
                     or outcome
@@ -732,6 +736,20 @@ def _signed_as_claimed(sub: Submitted) -> bool:
         return False
     did = sub.payload.get("did")
     return not isinstance(did, str) or kid_did(sub) == did
+
+
+def _malformed_payload(sub: Submitted) -> Rejected | None:
+    """The rejection of an op that would wait but whose payload does not
+    parse as its kind's (a ``createdAt`` that is no timestamp, a field too
+    long, ...): verified, whenever its dependency arrives, it can only be
+    rejected so (``malformed``), so it is now rather than parked. Like the
+    future guard, this also clears such ops from a buffer an older version
+    filled."""
+    try:
+        check_typ_payload(sub.decoded)
+    except ProtocolError as exc:
+        return rejection_for(exc)
+    return None
 
 
 def _claimed_cid_holds(sub: Submitted) -> Rejected | None:

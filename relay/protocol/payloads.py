@@ -25,6 +25,7 @@ compared or looked up), signatures, and anything needing chain state.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,8 +40,9 @@ from ._fields import (
     nullable_str,
     required_str,
 )
+from .envelope import TYP_ARTIFACT, TYP_BEACON, TYP_CONTENT, TYP_COUNTERSIGN, TYP_IDENTITY
 from .errors import MalformedError
-from .jws import MAX_TOKEN_CHARS
+from .jws import MAX_TOKEN_CHARS, DecodedJws
 from .multikey import decode_multikey, encode_multikey
 from .records import quick_init
 
@@ -54,6 +56,7 @@ __all__ = [
     "IdentityOperation",
     "MultikeyPublicKey",
     "OperationType",
+    "check_typ_payload",
     "parse_artifact",
     "parse_beacon",
     "parse_content_operation",
@@ -290,3 +293,24 @@ def parse_countersign(payload: dict[str, object]) -> CountersignPayload:
     target = required_str(payload, "targetCID", MAX_CID_CHARS)
     text, ms = created_at(payload)
     return CountersignPayload(did, target, text, ms)
+
+
+# The schema each typ's verifier parses first (countersigns: the same).
+_PARSERS: dict[str, Callable[[dict[str, object]], object]] = {
+    TYP_IDENTITY: parse_identity_operation,
+    TYP_CONTENT: parse_content_operation,
+    TYP_BEACON: parse_beacon,
+    TYP_ARTIFACT: parse_artifact,
+    TYP_COUNTERSIGN: parse_countersign,
+}
+
+
+def check_typ_payload(decoded: DecodedJws) -> None:
+    """The payload schema of ``decoded``'s typ, before it can be verified (its
+    parent or signer is missing): raises ``MalformedError`` exactly when
+    verification would at its parse, whenever it ran (every verifier parses
+    right after its typ check, and a schema reads no chain state). An
+    unknown typ is not checked."""
+    parse = _PARSERS.get(decoded.typ or "")
+    if parse is not None:
+        parse(decoded.payload)
