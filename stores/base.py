@@ -195,7 +195,9 @@ class PendingOp:
     """A raw token waiting for one missing dependency (``waits_for`` is ""
     while it is buffered but not yet attempted). ``since_ms`` is when it first
     started waiting; a backend keeps the first value while the op stays
-    buffered, however often it is parked again (None: not known).
+    buffered, however often it is parked again (None: not known), except
+    that an op kept through a write-policy error starts waiting anew, for
+    the policy (``waits_for_policy``; the relay gives up on it after a while).
     ``received_at_ms`` is when it was first buffered (0: unknown, e.g.
     buffered before schema v4). ``replaces``: the sequencing session
     decided this token takes the place of another token buffered under its
@@ -484,6 +486,14 @@ class RawOpBuffer(Protocol):
         self, limit: int, after_cid: str | None = None
     ) -> list[PendingOp]: ...
     async def count_unsequenced(self) -> int: ...
+    async def get_waiting_for_policy(
+        self, limit: int, after_cid: str | None = None
+    ) -> list[PendingOp]:
+        """The buffered ops kept through a write-policy error (waiting under
+        ``waits_for_policy``), by CID after ``after_cid``: whichever process
+        kept them. ``since_ms`` is when each began waiting for the policy."""
+        ...
+
     async def get_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
         """The copies kept beside ``cids``, as (token hash, copy): a read."""
         ...

@@ -259,7 +259,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
             if buffered is not None and buffered != pending.jws_token and not pending.replaces:
                 continue  # see PendingOp.replaces
             old = self._drop_pending(cid)
-            if old is not None and old.since_ms is not None:  # keeps waiting since then
+            if _starts_waiting_for_policy(old, pending):  # as the durable stores
+                pending = replace(pending, replaces=False)
+            elif old is not None and old.since_ms is not None:  # keeps waiting since then
                 pending = replace(pending, since_ms=old.since_ms, replaces=False)
             elif pending.replaces:  # not kept, as by the durable stores
                 pending = replace(pending, replaces=False)
@@ -379,6 +381,15 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
     async def count_unsequenced(self) -> int:
         return len(self._raw)
 
+    async def get_waiting_for_policy(
+        self, limit: int, after_cid: str | None = None
+    ) -> list[PendingOp]:
+        kept = sorted(
+            c for c, op in self._pending.items()
+            if op.waits_for.startswith("policy:") and (after_cid is None or c > after_cid)
+        )  # fmt: skip
+        return [self._pending[c] for c in kept[:limit]]
+
     # op status -------------------------------------------------------------
     async def locate_operations(self, cids: Collection[str]) -> dict[str, OpLocation]:
         ops = self._ops
@@ -443,3 +454,10 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
     async def put_relay_identity(self, identity: RelayIdentityRecord) -> None:
         if self._identity is None:
             self._identity = identity
+
+
+def _starts_waiting_for_policy(old: PendingOp | None, new: PendingOp) -> bool:
+    """``new`` is kept through a write-policy error, and was not before: it
+    starts waiting anew, for the policy (see ``PendingOp.since_ms``)."""
+    policy = dependency_kind(new.waits_for) == "policy"
+    return policy and (old is None or dependency_kind(old.waits_for) != "policy")

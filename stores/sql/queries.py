@@ -29,6 +29,14 @@ HEAD_POS = (
     "UNION ALL SELECT COALESCE(MAX(pos), 0) FROM purged_ops) AS head)"
 )
 # what a commit statement answers: the log's head seq after it
+# A waiting op keeps the time it started waiting, except when it is kept
+# through a write-policy error: it then starts waiting for the policy (the
+# relay gives up on it that long after, ``WritePolicy.retry_give_up_s``).
+_SINCE_KEPT = (
+    "CASE WHEN excluded.waits_for LIKE 'policy:%' "
+    "AND COALESCE(raw_ops.waits_for, '') NOT LIKE 'policy:%' THEN excluded.since_ms "
+    "ELSE COALESCE(raw_ops.since_ms, excluded.since_ms) END"
+)
 _COMMIT_ANSWER = f"SELECT COALESCE((SELECT MAX(pos) FROM new_ops), {HEAD_POS})"
 
 
@@ -162,12 +170,12 @@ class Queries:
     )
     delete_raw: str = "DELETE FROM raw_ops WHERE cid {IN}"
     any_raw: str = "SELECT EXISTS (SELECT 1 FROM raw_ops)"
-    # an op that keeps waiting keeps the time it started waiting
+    # an op that keeps waiting keeps the time it started waiting (``_SINCE_KEPT``)
     upsert_waiting: str = (
         "INSERT INTO raw_ops (cid, token, waits_for, taken, since_ms) VALUES (?, ?, ?, 0, ?) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
-        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
+        f"since_ms = {_SINCE_KEPT} "
         # another token of the CID is replaced only by a verified one
         "WHERE raw_ops.token = excluded.token OR ?"
     )
@@ -254,7 +262,7 @@ class Queries:
         "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) AS u(cid, token, w, since) "
         "ON CONFLICT (cid) DO UPDATE SET token = excluded.token, "
         "waits_for = excluded.waits_for, taken = 0, "
-        "since_ms = COALESCE(raw_ops.since_ms, excluded.since_ms) "
+        f"since_ms = {_SINCE_KEPT} "
         "WHERE raw_ops.token = excluded.token OR excluded.cid = ANY(CAST(? AS text[]))) "
         f"{_COMMIT_ANSWER}"
     )
@@ -291,6 +299,10 @@ class Queries:
         "WHERE cid > ? ORDER BY cid LIMIT ?"
     )
     count_unsequenced: str = "SELECT COUNT(*) FROM raw_ops"
+    waiting_for_policy: str = (
+        "SELECT cid, token, waits_for, since_ms FROM raw_ops "
+        "WHERE waits_for LIKE 'policy:%' AND cid > ? ORDER BY cid LIMIT ?"
+    )
     # op status: where an op is, what it waits for, why it was rejected
     locate_ops: str = "SELECT cid, kind, chain_id, pos FROM ops WHERE cid {IN}"
     find_buffered: str = (

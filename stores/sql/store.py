@@ -262,6 +262,13 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
             rows = await conn.fetch(self._q.unsequenced, (after_cid or "", limit))
         return [R.pending_op(r) for r in rows]
 
+    async def get_waiting_for_policy(
+        self, limit: int, after_cid: str | None = None
+    ) -> list[PendingOp]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._q.waiting_for_policy, (after_cid or "", limit))
+        return [R.pending_op(r) for r in rows]
+
     async def get_copies(self, cids: Collection[str]) -> list[tuple[str, PendingOp]]:
         if not cids:
             return []
