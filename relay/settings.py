@@ -47,6 +47,7 @@ from relay.config import (
     RelayConfig,
 )
 from relay.ingest.policy import (
+    DEFAULT_POLICY_RETRY_GIVE_UP_S,
     DEFAULT_POLICY_TIMEOUT_S,
     OP_KINDS,
     PolicyFunction,
@@ -134,6 +135,7 @@ class ServeSettings:
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     write_policy: tuple[str, PolicyFunction] | None = None  # (module:function, it)
     write_policy_timeout_s: float = DEFAULT_POLICY_TIMEOUT_S
+    write_policy_give_up_s: float = DEFAULT_POLICY_RETRY_GIVE_UP_S
     allow_dids: tuple[str, ...] = ()
     deny_dids: tuple[str, ...] = ()
     allow_kinds: tuple[str, ...] = ()
@@ -158,6 +160,7 @@ class ServeSettings:
         return WritePolicy(
             function, name, self.write_policy_timeout_s,
             *(frozenset(values) for values in lists),
+            retry_give_up_s=self.write_policy_give_up_s,
         )  # fmt: skip
 
     def relay_config(self) -> RelayConfig:
@@ -718,6 +721,11 @@ OPTIONS: tuple[Option, ...] = (
         "write_policy_timeout_s", "--write-policy-timeout", "WRITE_POLICY_TIMEOUT", "value",
         _seconds, f"seconds the write policy may take per round of ops before 'policy error' "
         f"(default {DEFAULT_POLICY_TIMEOUT_S:g})", "SECONDS",
+    ),
+    Option(
+        "write_policy_give_up_s", "--write-policy-give-up", "WRITE_POLICY_GIVE_UP", "value",
+        _seconds, "seconds a buffered op the write policy keeps failing on is retried before "
+        f"it is rejected (default {DEFAULT_POLICY_RETRY_GIVE_UP_S:g})", "SECONDS",
     ),
     Option(
         "allow_dids", "--allow-did", "ALLOW_DIDS", "list", _dids,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 from relay.protocol import (
     DecodedJws,
@@ -94,6 +94,9 @@ HANDLERS: dict[str, Handler] = {
     "countersign": ingest_countersign,
 }
 
+
+# what a kept op rejected by the give-up says (``WritePolicy.retry_give_up_s``)
+GAVE_UP = "the relay gave up retrying it (it waited for the write policy too long)"
 
 Listener = Callable[[Sequence[SequencedOp], str | None], Awaitable[None] | None]
 Clock = Callable[[], int]  # wall clock, epoch milliseconds
@@ -202,7 +205,8 @@ class Ingestor:
         if submitted:
             # No buffer row up front: the session's commit buffers what waits.
             submitted = await precheck_submitted(submitted, None, self._store, self._pool)
-        outcomes, sequenced, events = await self._run(submitted)
+        run, sequenced = await self._run(submitted)
+        outcomes, events = run.outcomes, run.events
         await self._notify(sequenced, source)
         now = self._clock()
         early = [
@@ -225,40 +229,84 @@ class Ingestor:
                 return total
             after = pending[-1].cid
             subs = [(None, s) for p in pending if isinstance(s := prepare(p.jws_token), Submitted)]
-            _, sequenced, events = await self._run(subs, prechecked=False)
+            run, sequenced = await self._run(subs, prechecked=False)
             await self._notify(sequenced, None)
-            await self.rejections.record(events)
+            await self.rejections.record(run.events)
             total += len(sequenced)
 
-    async def retry_kept(self, cids: Collection[str]) -> int:
-        """Attempt again the ops among ``cids`` that still wait for the write
-        policy (through the same serialized sequencing as any op: what they
-        wake follows); returns how many were sequenced. Those it fails on
-        again stay kept and are reported to ``on_kept`` again."""
-        found = await self._store.find_buffered(set(cids))
-        subs = [
-            (None, prepared)
-            for pending in found.values()
-            if pending.waits_for == waits_for_policy(pending.cid)
-            and isinstance(prepared := prepare(pending.jws_token), Submitted)
-        ]
-        if not subs:
+    async def retry_kept(self, page: int = 500) -> int:
+        """Attempt again every op the store keeps waiting for the write
+        policy, whichever process kept it (this one, another sharing the
+        store, or one before a restart), a page at a time; returns how many
+        it kept again (the policy failed on them again). Through the same
+        serialized sequencing as any op, so what they wake follows; the
+        policy is asked outside it (``_retry_page``)."""
+        kept, after = 0, None
+        while True:
+            waiting = await self._store.get_waiting_for_policy(page, after)
+            if not waiting:
+                return kept
+            after = waiting[-1].cid
+            kept += await self._retry_page(waiting)
+
+    async def _retry_page(self, waiting: Sequence[PendingOp]) -> int:
+        """Two sessions, and the policy asked between them with no lock held
+        (``WriteGate.ask``), so a hanging policy holds up no other ingestion:
+        the first verifies the ops and settles what needs no policy (a
+        duplicate another worker sequenced, a ban, a conflict, a policy
+        removed), and collects the ops the policy must judge; the second
+        attempts those with its decisions. An op waiting for the policy for
+        ``retry_give_up_s`` or more that the policy fails on again is
+        rejected (``policy-error``, not recorded), no longer kept."""
+        subs = [(None, s) for p in waiting if isinstance(s := prepare(p.jws_token), Submitted)]
+        first = await self._session(subs, defer_policy=True)
+        if not first.deferred or self.gate is None:
             return 0
-        _, sequenced, events = await self._run(subs, prechecked=False)
+        ask = [(op, sub.payload) for sub, op in first.deferred]
+        decisions = await self.gate.ask(ask)
+        give_up_ms = self.gate.policy.retry_give_up_s * 1000
+        now = self._clock()
+        expired = {
+            p.cid for p in waiting if p.since_ms is not None and now - p.since_ms >= give_up_ms
+        }
+        retried = [(None, sub) for sub, _ in first.deferred]
+        second = await self._session(retried, decided=decisions, give_up=expired)
+        return len(second.kept_for_policy)
+
+    async def _session(
+        self,
+        subs: Sequence[tuple[int | None, Submitted]],
+        *,
+        defer_policy: bool = False,
+        decided: Mapping[str, Rejected | None] | None = None,
+        give_up: Collection[str] = (),
+    ) -> _Sequencing:
+        """One session of buffered ops (no request lines), its news told."""
+        run, sequenced = await self._run(
+            subs, prechecked=False, defer_policy=defer_policy, decided=decided, give_up=give_up
+        )
         await self._notify(sequenced, None)
-        await self.rejections.record(events)
-        return len(sequenced)
+        await self.rejections.record(run.events)
+        return run
 
     async def _run(
-        self, submitted: Sequence[tuple[int | None, Submitted]], prechecked: bool = True
-    ) -> tuple[dict[int, Outcome], list[SequencedOp], list[RejectionEvent]]:
+        self,
+        submitted: Sequence[tuple[int | None, Submitted]],
+        prechecked: bool = True,
+        *,
+        defer_policy: bool = False,
+        decided: Mapping[str, Rejected | None] | None = None,
+        give_up: Collection[str] = (),
+    ) -> tuple[_Sequencing, list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
             view = StateView(session)
             view.gate = self.gate
             run = _Sequencing(
                 view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked,
-                self._max_copies,
+                self._max_copies, defer_policy=defer_policy, give_up=give_up,
             )  # fmt: skip
+            if decided and self.gate is not None:
+                self.gate.preset(decided)  # asked before the session (``_retry_page``)
             try:
                 await run.sequence(list(submitted))
             finally:
@@ -266,7 +314,7 @@ class Ingestor:
                     self.gate.forget()
             batch = run.view.batch
             if batch.is_empty():
-                return run.outcomes, [], run.events
+                return run, []
             head = await session.commit(batch)
             if run.kept_for_policy and self.on_kept is not None:
                 self.on_kept(run.kept_for_policy)
@@ -277,7 +325,7 @@ class Ingestor:
                 )
                 for seq, op in enumerate(batch.operations, start=first)
             ]
-            return run.outcomes, sequenced, run.events
+            return run, sequenced
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
@@ -318,8 +366,17 @@ class _Sequencing:
         pool: PrecheckPool,
         prechecked: bool,
         max_copies: int,
+        *,
+        defer_policy: bool = False,
+        give_up: Collection[str] = (),
     ) -> None:
         self.view = view
+        # held ops are not decided in this session but collected in
+        # ``deferred``, for the policy to judge after it (``_retry_page``)
+        self._defer_policy = defer_policy
+        self.deferred: list[tuple[Submitted, OperationRecord]] = []
+        # CIDs given up on: the policy failing on them again rejects them
+        self._give_up = frozenset(give_up)
         self._max_copies = max_copies
         self._pool = pool
         self._prechecked = prechecked  # the first round's ops (a request's) are
@@ -416,10 +473,13 @@ class _Sequencing:
     ) -> list[tuple[int | None, Submitted]]:
         """Ask the write policy about the held ops (bounded), then retry them."""
         held, self._held = self._held, []
+        cids = {sub.cid for _, sub, _ in held}
+        if self._defer_policy:  # left as they are in the buffer, for now
+            self.deferred.extend((sub, op) for _, sub, op in held)
+            return [item for item in round_ if item[1].cid not in cids]
         gate = self.view.gate
         assert gate is not None
         await gate.decide([(op, sub.payload) for _, sub, op in held])
-        cids = {sub.cid for _, sub, _ in held}
         retried = [(index, sub) for index, sub, _ in held]
         return retried + [item for item in round_ if item[1].cid not in cids]
 
@@ -492,7 +552,9 @@ class _Sequencing:
             if sub.cid in self._woken and self._holder(sub.cid) == sub.token:
                 self._promote.add(sub.cid)
             return
-        if self._kept_through(sub, rejected):
+        if rejected.reason is RejectReason.POLICY_ERROR and sub.cid in self._give_up:
+            rejected = Rejected(rejected.reason, f"{rejected.message}; {GAVE_UP}")
+        elif self._kept_through(sub, rejected):
             self._event(sub, rejected.reason, rejected.message)
             self._buffer(None, sub, waits_for_policy(sub.cid), self._holder(sub.cid))
             if self._holder(sub.cid) == sub.token:  # (a copy is tried after its op)

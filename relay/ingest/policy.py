@@ -20,7 +20,10 @@ that raises (anything, ``SystemExit`` included), returns anything else, or
 is not done within ``timeout_s`` refuses its op with ``policy-error``. A
 round waits at most ``timeout_s``, and a whole sequencing session at most
 ``SESSION_BUDGET_ROUNDS`` times that: a chain whose every op waits for its
-parent's decision cannot hold the sequencer a round per op. A call past its
+parent's decision cannot hold the sequencer a round per op. The relay's
+retry of kept ops asks the function outside any session instead (``ask``)
+and hands the session its answers (``preset``), so a hanging policy holds
+no session up. A call past its
 timeout keeps its thread (Python cannot stop one); when hung calls hold
 every thread of the pool, new calls go to a fresh pool, and once
 ``MAX_STUCK_CALLS`` hang at once (an async call that ignores its
@@ -69,6 +72,9 @@ DEFAULT_POLICY_TIMEOUT_S = 1.0
 # to the most while it keeps failing (``relay.ingest.retry``)
 DEFAULT_POLICY_RETRY_FIRST_S = 1.0
 DEFAULT_POLICY_RETRY_MAX_S = 60.0
+# ... and rejected (``policy-error``, not recorded) once they have waited for
+# the policy this long: a policy that never answers must not keep them for good
+DEFAULT_POLICY_RETRY_GIVE_UP_S = 24 * 3600.0
 POLICY_THREADS = 4  # per pool; a pool whose threads all hang is replaced
 MAX_STUCK_CALLS = 32  # calls past their timeout still running, in all pools
 SESSION_BUDGET_ROUNDS = 2  # a session waits on the policy at most this many timeouts
@@ -110,6 +116,7 @@ class WritePolicy:
     # buffered ops it failed on are tried again (``relay.ingest.retry``)
     retry_first_s: float = DEFAULT_POLICY_RETRY_FIRST_S
     retry_max_s: float = DEFAULT_POLICY_RETRY_MAX_S
+    retry_give_up_s: float = DEFAULT_POLICY_RETRY_GIVE_UP_S
 
 
 class Held(Exception):
@@ -259,25 +266,58 @@ class WriteGate:
         if timeout <= 0:
             self._decisions.update((op.cid, spent) for op, _ in undecided)
             return
+        started = time.monotonic()
+        cut = timeout < self.policy.timeout_s  # by the session's budget
+        decided = await self._ask(function, undecided, timeout, spent if cut else None)
+        self._waited_s += time.monotonic() - started
+        self._decisions.update(decided)
+
+    async def ask(
+        self, ops: Sequence[tuple[OperationRecord, Mapping[str, Any]]]
+    ) -> dict[str, Rejected | None]:
+        """The function's decisions on ``ops``, asked outside any sequencing
+        session (the relay's retry of kept ops, ``Ingestor.retry_kept``):
+        concurrently, bounded by the timeout, so a hanging policy holds no
+        session. A session given them (``preset``) asks nothing more of them.
+        Nothing of this session's own decisions is touched."""
+        function = self.policy.function
+        if function is None or not ops:
+            return {}
+        return await self._ask(function, ops, self.policy.timeout_s, None)
+
+    def preset(self, decisions: Mapping[str, Rejected | None]) -> None:
+        """Decisions ``ask`` made, for the session about to begin (held by
+        its sequencing lock): ``forget`` drops them with its own at its end."""
+        self._decisions.update(decisions)
+
+    async def _ask(
+        self,
+        function: PolicyFunction,
+        ops: Sequence[tuple[OperationRecord, Mapping[str, Any]]],
+        timeout: float,
+        spent: Rejected | None,
+    ) -> dict[str, Rejected | None]:
+        """One call per op, all concurrently, waited on at most ``timeout``:
+        a call still running then is refused (``spent`` if given: the
+        session's budget cut it, not the policy's timeout)."""
         calls = {
             op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload)))
-            for op, payload in undecided
+            for op, payload in ops
         }
-        started = time.monotonic()
         _, late = await asyncio.wait(calls.values(), timeout=timeout)
-        self._waited_s += time.monotonic() - started
+        decided: dict[str, Rejected | None] = {}
         for cid, call in calls.items():
             if call in late:
                 call.cancel()
                 self._lingering.add(call)
                 call.add_done_callback(self._lingering.discard)
                 log.warning("write policy %s timed out on %s", self.policy.name, cid)
-                cut = timeout < self.policy.timeout_s  # by the session's budget
-                self._decisions[cid] = spent if cut else _error(f"no decision within {timeout:g}s")
+                decided[cid] = spent or _error(f"no decision within {timeout:g}s")
             elif call.cancelled():
-                self._decisions[cid] = _error("the call was cancelled")
+                decided[cid] = _error("the call was cancelled")
             else:
-                self._decisions[cid] = _interpret(self.policy.name, cid, call.result())
+                decided[cid] = _interpret(self.policy.name, cid, call.result())
+        return decided
 
     def _budget_s(self) -> float:
         return self.policy.timeout_s * SESSION_BUDGET_ROUNDS - self._waited_s

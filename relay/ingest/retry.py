@@ -4,20 +4,26 @@ An op answered waiting that the policy raised on or timed out on, once its
 dependencies were met, stays in the pending buffer waiting for the policy
 (``stores.base.waits_for_policy``; see ``_kept_through`` in ``pipeline.py``):
 its sender will not send it again, and nothing else would wake it. The
-relay tries those ops again by itself, through ``Ingestor.retry_kept`` (the
-same serialized sequencing as any op, so ordering and locking are those of
-a request), after a delay that doubles while the policy keeps failing on
-them: ``WritePolicy.retry_first_s`` up to ``retry_max_s``, and back to the
-first once a retry leaves nothing kept (never less than
-``MIN_RETRY_DELAY_S``). So a policy that always fails costs one session per
-``retry_max_s``, not a busy loop; while the policy hangs, each such session
-holds the sequencer up to its policy budget, as any op's would.
+relay tries those ops again by itself, through ``Ingestor.retry_kept``:
+every op the store keeps so, whichever process kept it (another worker on
+the same store, or this one before a restart), through the same serialized
+sequencing as any op, with the policy asked outside the sequencing session
+(so a hanging policy holds up no other ingestion).
+
+When: once at start, then whenever this process keeps an op (``schedule``),
+after a delay that doubles while a retry keeps ops again:
+``WritePolicy.retry_first_s`` up to ``retry_max_s``, and back to the first
+once a retry keeps none (never less than ``MIN_RETRY_DELAY_S``). While
+nothing is known to be kept, the store is looked at every ``retry_max_s``
+for ops other processes kept. So a policy that always fails costs one retry
+per ``retry_max_s`` and process, not a busy loop. Two processes retrying one
+op is harmless: sessions are serialized across processes, and the second
+finds it sequenced (a duplicate) or still kept. An op that has waited for the
+policy ``WritePolicy.retry_give_up_s`` is rejected when the policy fails on it
+again (``Ingestor.retry_kept``).
 
 One task, owned by the relay: started after the restart's drain, cancelled
-by ``stop``. What it does not do: retry ops another process kept (each
-process retries what it kept; a restart's drain tries every buffered op),
-or give up on an op (it stays buffered, and visible as waiting for the
-policy, until the policy decides or an operator drops it).
+by ``stop``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 log = logging.getLogger("dfos_relay.policy")
 
-Attempt = Callable[[Collection[str]], Awaitable[int]]  # ``Ingestor.retry_kept``
+Attempt = Callable[[], Awaitable[int]]  # ``Ingestor.retry_kept``: how many it kept again
 Delays = Callable[[], tuple[float, float]]  # (first, most) seconds, read at each wait
 # the shortest wait between two retries, whatever the policy's settings say:
 # a delay of 0 would make a policy that always fails a busy loop
@@ -40,14 +46,12 @@ class PolicyRetry:
     def __init__(self, attempt: Attempt, delays: Delays) -> None:
         self._attempt = attempt
         self._delays = delays
-        self._due: set[str] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.attempts = 0  # retry sessions run, for tests and logs
+        self.attempts = 0  # retries run, for tests and logs
 
-    def schedule(self, cids: Collection[str]) -> None:
-        """``cids`` were kept through a policy error: try them again later."""
-        self._due.update(cids)
+    def schedule(self, cids: Collection[str] = ()) -> None:
+        """Ops (``cids``) were kept through a policy error: retry soon."""
         self._wake.set()
 
     @property
@@ -56,6 +60,7 @@ class PolicyRetry:
 
     def start(self) -> None:
         if self._task is None:
+            self._wake.set()  # look for kept ops at start
             self._task = asyncio.create_task(self._loop(), name="dfos-relay policy retry")
 
     async def stop(self) -> None:
@@ -67,23 +72,26 @@ class PolicyRetry:
             await task
 
     async def _loop(self) -> None:
-        delay: float | None = None
+        delay: float | None = None  # None: no retry kept ops last time
         while True:
-            await self._wake.wait()
             first, most = self._delays()
-            delay = first if delay is None else min(delay * 2, max(most, first))
+            if delay is None:
+                # told of a kept op, or the store looked at every ``most``
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), max(most, MIN_RETRY_DELAY_S))
+                delay = first
+            else:
+                delay = min(delay * 2, max(most, first))
             delay = max(delay, MIN_RETRY_DELAY_S)
             await asyncio.sleep(delay)
             self._wake.clear()
-            cids, self._due = self._due, set()
             self.attempts += 1
             try:
-                sequenced = await self._attempt(cids)
+                kept = await self._attempt()
             except Exception:  # the store failed: the ops are still buffered
-                log.exception("retrying %d ops kept through a policy error failed", len(cids))
-                self.schedule(cids)
+                log.exception("retrying ops kept through a policy error failed")
                 continue
-            if sequenced:
-                log.info("sequenced %d ops kept through a policy error", sequenced)
-            if not cids & self._due:  # the policy decided on them: start afresh
-                delay = None
+            if kept:
+                log.info("%d ops kept through a policy error again", kept)
+            else:
+                delay = None  # the policy decided on them: start afresh

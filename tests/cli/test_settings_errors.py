@@ -48,6 +48,7 @@ BAD_VALUES = {
     "--auth-token-max-lifetime": "-1",
     "--write-policy": "no_such_module_here:decide",
     "--write-policy-timeout": "0",
+    "--write-policy-give-up": "-1",
     "--allow-did": "did:web:example.com",
     "--deny-did": "someone",
     "--allow-kind": "widget",
