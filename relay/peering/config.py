@@ -40,6 +40,12 @@ RECONCILE_FOLLOW_ONS = 10
 RECONCILE_BOUNDS = ReconcileBounds()  # per run: rounds, bytes, wall time, ids each way
 FANOUT_DIRECT_MAX = 4  # up to this many gossip peers: push every op to each (no rendezvous)
 FANOUT_FORWARD_QUEUE_MAX = 10_000  # ops waiting at a coordinator to be forwarded
+# One forwarder serves every origin: it waits at most this long for an
+# origin's well-known document (its peer list), and reads it again at most
+# once per FANOUT_REREAD_S; a list it could not read in time is an unknown
+# share, and the ops are forwarded to every gossip peer instead
+FANOUT_LIST_WAIT_S = 0.5
+FANOUT_REREAD_S = 30.0
 ECHO_MEMORY_PER_PEER = 20_000  # op CIDs remembered per peer for echo suppression
 DIRECTORY_REFRESH_S = 300.0  # re-read peers' well-known documents (DID, peers)
 PEER_DISCOVERY_MAX = 64  # learned peers-of-peers, at most
@@ -73,6 +79,8 @@ class PeeringConfig:
     scope: Scope | None = None  # pull only this scope (and its closure) from peers
     fanout_direct_max: int = FANOUT_DIRECT_MAX
     fanout_forward_queue_max: int = FANOUT_FORWARD_QUEUE_MAX
+    fanout_list_wait_s: float = FANOUT_LIST_WAIT_S
+    fanout_reread_s: float = FANOUT_REREAD_S
     echo_memory_per_peer: int = ECHO_MEMORY_PER_PEER
     directory_refresh_s: float = DIRECTORY_REFRESH_S
     peer_discovery: bool = False  # opt-in: learn peers of peers as gossip peers
@@ -107,6 +115,8 @@ class PeeringConfig:
             raise ValueError("echo_memory_per_peer and fanout_forward_queue_max must be >= 1")
         if self.directory_refresh_s <= 0:
             raise ValueError("directory_refresh_s must be positive")
+        if self.fanout_list_wait_s <= 0 or self.fanout_reread_s <= 0:
+            raise ValueError("fanout_list_wait_s and fanout_reread_s must be positive")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PeeringConfig:

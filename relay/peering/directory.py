@@ -6,7 +6,9 @@ what the peer's ``/.well-known/dfos-relay`` says: its relay DID and the
 ``peers`` it advertises ({url, did}). Lookups are synchronous and answer
 from the cache; ``resolve(url)`` fetches one document (single-flight per
 URL), and the task started by ``start()`` refreshes every peer each
-``refresh_s`` and retries the ones not yet resolved sooner.
+``refresh_s`` and retries the ones not yet resolved sooner. ``reread(url)``
+is for callers that must not wait on a peer (the fan-out forwarder): at
+most one read per interval, waited for briefly, the rest in the background.
 
 A hostile document is bounded: at most ``MAX_ADVERTISED_PEERS`` entries are
 read, entries that are not {url: http(s) URL, did?: string} are skipped,
@@ -113,6 +115,7 @@ class PeerDirectory:
         self._advertised: dict[str, tuple[Advertised, ...]] = {}
         self._inflight: dict[str, asyncio.Task[bool]] = {}
         self._tried: dict[str, float] = {}  # URL -> monotonic time of the last fetch
+        self._read: dict[str, float] = {}  # URL -> ... of the last fetch that was read
         self._task: asyncio.Task[None] | None = None
         self.on_refreshed: list[Any] = []  # async callables run after each full refresh
 
@@ -164,6 +167,22 @@ class PeerDirectory:
         if due:
             await asyncio.gather(*(self.resolve(url) for url in due))
 
+    async def reread(self, url: str, every_s: float, wait_s: float) -> bool:
+        """Is ``url``'s cached document at most ``every_s`` old? If not, and
+        no read of it was started in that time (nor is one still running),
+        read it now, waiting at most ``wait_s``: past that the read goes on
+        in the background and fills the cache, and the answer is False. So
+        a peer that answers slowly costs a caller at most ``wait_s`` per
+        ``every_s``, however often it is asked about."""
+        now = time.monotonic()
+        if now - self._read.get(url, -1e18) < every_s:
+            return True
+        if url in self._inflight or now - self._tried.get(url, -1e18) < every_s:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.resolve(url), wait_s)  # the fetch itself is shielded
+        return time.monotonic() - self._read.get(url, -1e18) < every_s
+
     def _forget_fetch(self, task: asyncio.Task[bool]) -> None:
         for url, running in list(self._inflight.items()):
             if running is task:
@@ -191,6 +210,7 @@ class PeerDirectory:
             return False
         self._set_did(url, did)
         self._advertised[url] = parse_advertised(url, doc.get("peers"))
+        self._read[url] = time.monotonic()
         return True
 
     def _set_did(self, url: str, did: str) -> None:

@@ -11,11 +11,18 @@ How an op arrived decides where it goes:
   yet cannot be ranked by anyone, so they get the op directly with hop "2".
 - **hop "1"** (we are a coordinator for the sending origin): the forwarder
   task forwards it with hop "2" to our share of the origin's advertised peer
-  list (read from its well-known ``peers``; fetched if not cached). If the
-  list cannot be read, or it does not make us a coordinator even after one
-  re-read, nothing is forwarded: reconciliation repairs. Only share members
-  we have a gossip lane for are sent to (we never POST to a URL just because
-  another relay named it).
+  list (read from its well-known ``peers``). One task serves every origin,
+  so it never waits long on one: when the list is not cached, or the cached
+  one does not make us a coordinator and is older than ``fanout_reread_s``,
+  the list is read again at most once per that interval and waited for at
+  most ``fanout_list_wait_s`` (the read goes on in the background). A list
+  read within the interval that does not make us a coordinator is believed:
+  nothing is forwarded (the origin's list is the stale one). Otherwise our
+  share is unknown and the op goes with hop "2" to every gossip peer but
+  the origin: a superset of the share (ops are idempotent and verified on
+  ingest), and no more than a push without a hop gets. Only peers we have a
+  gossip lane for are sent to (we never POST to a URL just because another
+  relay named it).
 - **stand-ins**: an origin that sees one of an op's coordinators failing
   (backed off by its gossip lane) gives that coordinator's role to the
   next-ranked healthy peer with hop "1:<coordinator DID>"; the stand-in
@@ -166,7 +173,8 @@ class FanOut:
         self.arrivals = Arrivals(config.fanout_forward_queue_max)
         self._task: asyncio.Task[None] | None = None
         self.forwarded = 0  # ops x peers forwarded as a coordinator
-        self.not_forwarded = 0  # hop-1 ops we could not place (reconciliation repairs)
+        self.not_forwarded = 0  # hop-1 ops not ours, or not placed (reconciliation repairs)
+        self.flooded = 0  # hop-1 ops whose share was unknown: sent to every lane
         self.stood_in = 0  # coordinator roles given to a stand-in (the coordinator failing)
         # the out-links: forwards held below their watermarks until handed to lanes
         self.watch: ForwardWatch | None = None
@@ -300,35 +308,34 @@ class FanOut:
     async def _forward(
         self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
     ) -> list[Routed]:
-        """Hand ``ops`` to the lanes of our share; returns those whose share
-        could not be known (we do not know our own DID yet, or the origin's
-        peer list cannot be read): no link may count them as delivered."""
+        """Hand ``ops`` to the lanes of our share (every lane but the
+        origin's when the share is unknown); returns those not handed to any
+        lane because we do not know our own DID yet: no link may count them
+        as delivered."""
         me = stand_in_for or self._self_did()
         if me is None:
             self.not_forwarded += len(ops)
             return ops
-        if self._directory.peers_of(origin_url) is None:
-            await self._directory.resolve(origin_url)
         per_url: dict[str, list[Outgoing]] = defaultdict(list)
-        unknown: list[Routed] = []
-        reread = False
+        fresh: bool | None = None  # is the cached list recent enough to believe? (asked once)
         for op in ops:
             share = self._share(me, origin_url, op)
-            if share is None and not reread:
-                reread = True  # the cached list may be stale: read it once more
-                await self._directory.resolve(origin_url)
+            if share is None and fresh is None:
+                wait_s, every_s = self._config.fanout_list_wait_s, self._config.fanout_reread_s
+                fresh = await self._directory.reread(origin_url, every_s, wait_s)
                 share = self._share(me, origin_url, op)
-            if share is None:
-                self.not_forwarded += 1
-                if self._directory.peers_of(origin_url) is None:
-                    unknown.append(op)  # no list to know the share by
-                continue  # else not ours by the origin's list: nothing is held
+            if share is None and fresh:
+                self.not_forwarded += 1  # not ours by a recent list: nothing is held
+                continue
+            if share is None:  # unknown share: all of them, rather than a hole
+                self.flooded += 1
+                share = [url for url in self._gossip.lanes if url != origin_url]
             for url in share:
                 per_url[url].append(_out(op, HOP_FORWARDED))
         for url, items in per_url.items():
             self.forwarded += len(items)
             self._gossip.send(url, items)
-        return unknown
+        return []
 
     def _share(self, me: str, origin_url: str, op: Routed) -> list[str] | None:
         """The URLs of our lanes in our share of ``op`` (None: not ours)."""

@@ -5,7 +5,8 @@ out-link below it until it is handed to its lanes, even when it sits in two
 batches (as coordinator and as stand-in); a lane that then gives it up holds
 that link below it, repairing, until a reconciliation pushes to the peer;
 one the forward queue had no room for holds the links of its share (every
-link when the share is not known)."""
+link when the share is not known). A forward whose share cannot be known
+when it is forwarded goes to every lane."""
 
 from __future__ import annotations
 
@@ -78,9 +79,11 @@ def test_a_forward_the_queue_had_no_room_for_holds_the_links_of_its_share_only()
     assert links.watermark(B) == 5 and links.ledger.get(B, "out").state != "repairing"
 
 
-async def test_a_forward_whose_origin_list_cannot_be_read_holds_every_link() -> None:
+async def test_a_forward_whose_origin_list_cannot_be_read_goes_to_every_link() -> None:
     """A coordinator (here a stand-in) that cannot read the origin's peer
-    list does not know the op's share: nothing may count it as delivered."""
+    list does not know the op's share: it hands the op to every lane (a
+    superset of the share), and each link is held below it until its lane
+    delivers it, as for any push."""
     nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: its list cannot be read
     peering = build_peering([A, B], config=PeeringConfig(backoff_base_s=0.01))
     links = peering.out_links
@@ -91,7 +94,9 @@ async def test_a_forward_whose_origin_list_cannot_be_read_holds_every_link() -> 
         peering.fanout.forward_again(nowhere, [Routed("bafy5", "tok5", "did:dfos:x")], "did:dfos:c")
         links.offer_done([A, B])
         await peering.fanout.flushed()
+        assert peering.fanout.flooded == 1
+        assert [lane.backlog for lane in peering.gossip.lanes.values()] == [1, 1]
+        for url in (A, B):  # queued (the lanes are not started here), not lost
+            assert (links.watermark(url), peering.ledger.get(url, "out").state) == (4, "initial")
     finally:
         await peering.stop()
-    for url in (A, B):
-        assert (links.watermark(url), peering.ledger.get(url, "out").state) == (4, "repairing")
