@@ -60,6 +60,7 @@ from relay.peering.config import (
     DIRECTORY_REFRESH_S,
     FANOUT_DIRECT_MAX,
     PEER_DISCOVERY_MAX,
+    PEER_DISCOVERY_PER_HOST,
     RECONCILE_FULL_EVERY,
     RECONCILE_INTERVAL_S,
     RECONCILE_WINDOW_S,
@@ -150,6 +151,7 @@ class ServeSettings:
     fanout_direct_max: int = FANOUT_DIRECT_MAX
     peer_discovery: bool = False
     peer_discovery_max: int = PEER_DISCOVERY_MAX
+    peer_discovery_per_host: int = PEER_DISCOVERY_PER_HOST
     peer_refresh_s: float = DIRECTORY_REFRESH_S
 
     def write_gate_policy(self) -> WritePolicy | None:
@@ -201,6 +203,7 @@ class ServeSettings:
             fanout_direct_max=self.fanout_direct_max,
             peer_discovery=self.peer_discovery,
             peer_discovery_max=self.peer_discovery_max,
+            peer_discovery_per_host=self.peer_discovery_per_host,
             directory_refresh_s=self.peer_refresh_s,
         )
 
@@ -755,6 +758,12 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "peer_discovery_max", "--peer-discovery-max", "PEER_DISCOVERY_MAX", "value", _int_in(0),
         f"at most this many learned peers (default {PEER_DISCOVERY_MAX})", "N",
+    ),
+    Option(
+        "peer_discovery_per_host", "--peer-discovery-per-host", "PEER_DISCOVERY_PER_HOST",
+        "value", _int_in(1),
+        f"learn a peer only on a host name with fewer peers than this, configured ones"
+        f" included, whatever the port or path (default {PEER_DISCOVERY_PER_HOST})", "N",
     ),
     Option(
         "peer_refresh_s", "--peer-refresh", "PEER_REFRESH", "value", parse_duration,

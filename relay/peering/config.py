@@ -49,6 +49,7 @@ FANOUT_REREAD_S = 30.0
 ECHO_MEMORY_PER_PEER = 20_000  # op CIDs remembered per peer for echo suppression
 DIRECTORY_REFRESH_S = 300.0  # re-read peers' well-known documents (DID, peers)
 PEER_DISCOVERY_MAX = 64  # learned peers-of-peers, at most
+PEER_DISCOVERY_PER_HOST = 1  # ... and peers per host name (configured ones count), at most
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 60.0
 
@@ -85,6 +86,7 @@ class PeeringConfig:
     directory_refresh_s: float = DIRECTORY_REFRESH_S
     peer_discovery: bool = False  # opt-in: learn peers of peers as gossip peers
     peer_discovery_max: int = PEER_DISCOVERY_MAX
+    peer_discovery_per_host: int = PEER_DISCOVERY_PER_HOST
     # This process may follow live peers and poll sync peers: of the
     # processes on one store, the holder of its pull lease does
     # (``relay.peering.lead``), so a peer's feed is followed once per store;
@@ -113,6 +115,8 @@ class PeeringConfig:
             raise ValueError("fanout_direct_max and peer_discovery_max must be >= 0")
         if self.echo_memory_per_peer < 1 or self.fanout_forward_queue_max < 1:
             raise ValueError("echo_memory_per_peer and fanout_forward_queue_max must be >= 1")
+        if self.peer_discovery_per_host < 1:
+            raise ValueError("peer_discovery_per_host must be >= 1")
         if self.directory_refresh_s <= 0:
             raise ValueError("directory_refresh_s must be positive")
         if self.fanout_list_wait_s <= 0 or self.fanout_reread_s <= 0:

@@ -285,7 +285,8 @@ class Peering:
             return
         configured = [p.url for p in self.peers]
         room = self.config.peer_discovery_max - len(self.learned)
-        for entry in learn_peers(self.directory, configured, me, room):
+        per_host = self.config.peer_discovery_per_host
+        for entry in learn_peers(self.directory, configured, me, room, per_host):
             assert entry.did is not None
             self.learned[entry.url] = entry.did
             self.directory.add(entry.url, entry.did)

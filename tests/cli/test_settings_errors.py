@@ -57,6 +57,7 @@ BAD_VALUES = {
     "--scope-file": "/no/such/scope-file.txt",
     "--fanout-direct-max": "many",
     "--peer-discovery-max": "-2",
+    "--peer-discovery-per-host": "0",
     "--peer-refresh": "sometimes",
 }
 BAD_ENV = {

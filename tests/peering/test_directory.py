@@ -102,11 +102,15 @@ def test_discovery_learns_new_peers_by_did_never_itself_and_within_the_bound() -
 
 def test_serve_flags_reach_the_peering_config() -> None:
     args = build_parser().parse_args(
-        ["serve", "--fanout-direct-max", "1000", "--peer-discovery", "--peer-discovery-max", "8"]
-    )
+        [
+            "serve", "--fanout-direct-max", "1000", "--peer-discovery", "--peer-discovery-max", "8",
+            "--peer-discovery-per-host", "2",
+        ]
+    )  # fmt: skip
     config = load_settings(args, {"DFOS_RELAY_PEER_REFRESH": "2m"}).peering_config()
     assert config.fanout_direct_max == 1000 and config.peer_discovery
     assert config.peer_discovery_max == 8 and config.directory_refresh_s == 120
+    assert config.peer_discovery_per_host == 2
     default = parse_settings({}).peering_config()
     assert default.fanout_direct_max == FANOUT_DIRECT_MAX == PeeringConfig().fanout_direct_max
     assert not default.peer_discovery
