@@ -13,7 +13,9 @@ Here, and only here, concrete backends are chosen: the store from its URL
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,9 @@ if TYPE_CHECKING:
     from relay.peering.api import PeeringService
     from stores.base import RelayStore
 
-__all__ = ["app", "create_app", "relay_from_settings", "store_from_url"]
+__all__ = ["app", "create_app", "failure_line", "relay_from_settings", "store_from_url"]
+
+log = logging.getLogger("dfos_relay.asgi")
 
 
 def store_from_url(url: str, source: str = "--store") -> RelayStore:
@@ -77,12 +81,28 @@ def create_app(env: Mapping[str, str]) -> Any:
     return relay_from_settings(settings, store_source=ENV_PREFIX + "STORE").app
 
 
+def failure_line(exc: BaseException | str) -> str:
+    """The last meaningful line of a start-up failure, without module paths.
+
+    Starlette reports a lifespan failure with the whole traceback as its
+    message (and hypercorn wraps that again); the reader wants the final
+    ``message`` only."""
+    text = exc if isinstance(exc, str) else str(exc)
+    lines = [line.strip(" '\"") for line in text.splitlines() if line.strip(" '\"")]
+    last = lines[-1] if lines else (text if isinstance(exc, str) else type(exc).__name__)
+    last = re.sub(r"^Lifespan failure in \w+\. '", "", last)  # hypercorn's wrapping
+    return re.sub(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Failure): ", "", last)
+
+
 class _RelayFromEnvironment:
     """The ASGI app of ``hypercorn relay.asgi:app``, built on its first call.
 
     A real module attribute (hypercorn's loader evaluates ``app`` in the
     module's namespace and never consults a module ``__getattr__``), yet
     importing this module still reads no environment and opens nothing.
+    A bad setting or a store that cannot open fails the lifespan start-up
+    with one line: an app that raises there instead is taken by hypercorn
+    for one without lifespan support, and served without a relay.
     """
 
     def __init__(self) -> None:
@@ -94,7 +114,40 @@ class _RelayFromEnvironment:
         return self._app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+            return
         await self._built()(scope, receive, send)
+
+    async def _lifespan(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            built = self._built()
+        except SettingsError as exc:
+            problem = str(exc)  # reported outside the handler: no chained traceback
+        else:
+            problem = None
+        if problem is not None:
+            await receive()  # lifespan.startup
+            await _start_up_failed(send, problem)
+            return
+
+        async def one_line(message: Any) -> None:
+            if message.get("type") == "lifespan.startup.failed":
+                await _start_up_failed(send, failure_line(str(message.get("message", ""))))
+            else:
+                await send(message)
+
+        try:
+            await built(scope, receive, one_line)
+        except Exception as exc:
+            # the host's own failure names the cause: not the store's traceback again
+            exc.__suppress_context__ = True
+            raise
+
+
+async def _start_up_failed(send: Any, line: str) -> None:
+    log.error("relay.asgi:app cannot start: %s", line)
+    await send({"type": "lifespan.startup.failed", "message": line})
 
 
 app = _RelayFromEnvironment()

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import multiprocessing
 import os
-import re
 import signal
 import sys
 from multiprocessing.connection import wait
@@ -30,6 +29,7 @@ from typing import Any
 
 from hypercorn.config import Config, Sockets
 
+from relay.asgi import failure_line
 from relay.settings import DEFAULT_GRACEFUL_TIMEOUT_S, ServeSettings
 
 ASGI_APP_PATH = "relay.asgi:app"
@@ -64,16 +64,6 @@ def listen(config: Config, settings: ServeSettings) -> Sockets:
             f" (metrics {settings.metrics_port})" if settings.metrics_port else ""
         )
         raise ServeError(f"cannot listen on {settings.host}:{ports}: {reason}") from None
-
-
-def failure_line(exc: BaseException) -> str:
-    """The last meaningful line of a start-up failure, without module paths.
-
-    Hypercorn wraps lifespan failures with the whole traceback as the
-    message; the reader wants the final ``message`` only."""
-    lines = [line.strip(" '\"") for line in str(exc).splitlines() if line.strip(" '\"")]
-    last = lines[-1] if lines else type(exc).__name__
-    return re.sub(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Failure): ", "", last)
 
 
 def _close(sockets: Sockets) -> None:
