@@ -320,16 +320,31 @@ def _peers(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    from relay.cli.output import OutputError, guarded
+
     args = parse_args(build_parser(), argv)
     environ = os.environ if env is None else env
+    stdout = sys.stdout
+    sys.stdout = guarded(stdout)
     try:
         status = _run(args, environ)
         sys.stdout.flush()  # a reader gone away shows here, not in the interpreter's exit
         return status
     except BrokenPipeError:  # `dfos-relay follow URL | head -1`: the reader has enough
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_output()
         return EXIT_BROKEN_PIPE
+    except OutputError as exc:  # `> file` on a full disk, `>&-`
+        _discard_output()
+        return _fail(args.command, f"cannot write to standard output: {exc}", EXIT_FAILURE)
+    finally:
+        sys.stdout = stdout
+
+
+def _discard_output() -> None:
+    """What is still buffered for stdout goes nowhere, so the interpreter's
+    exit does not fail on it again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
 
 def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
