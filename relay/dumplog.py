@@ -25,6 +25,8 @@ from typing import IO, Any
 
 import httpx
 
+from relay.protocol.untrusted import json_value
+
 __all__ = ["LOG_PAGE_LIMIT", "DumpError", "dump_log", "last_dumped_cid", "log_entry_to_jsonl"]
 
 LOG_PAGE_LIMIT = 1000
@@ -40,6 +42,8 @@ def log_entry_to_jsonl(entry: Mapping[str, Any]) -> str:
 
     Raises ``DumpError`` when a field is missing or not a string.
     """
+    if not isinstance(entry, Mapping):
+        raise DumpError(f"log entry must be a JSON object, got {str(entry)[:100]!r}")
     values = {name: entry.get(name) for name in ENTRY_FIELDS}
     for name, value in values.items():
         if not isinstance(value, str):
@@ -112,12 +116,14 @@ async def _page(
     url = base_url.rstrip("/") + "/log"
     response = await client.get(url, params=params)
     if response.status_code != 200:
-        raise DumpError(f"GET {url} answered {response.status_code}: {response.text[:200]}")
+        excerpt = " ".join(response.text[:200].split())  # an HTML error page: one line
+        raise DumpError(f"GET {url} answered {response.status_code}: {excerpt}")
     try:
-        body = response.json()
-    except ValueError as exc:
-        raise DumpError(f"GET {url} did not answer JSON") from exc
-    entries, cursor = body.get("entries"), body.get("cursor")
+        body = json_value(response.content)
+    except ValueError:  # not JSON, not UTF-8, nested past the parser
+        raise DumpError(f"GET {url} did not answer JSON") from None
+    entries = body.get("entries") if isinstance(body, dict) else None
+    cursor = body.get("cursor") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not (cursor is None or isinstance(cursor, str)):
         raise DumpError(f"GET {url} did not answer a log page")
     return entries, cursor

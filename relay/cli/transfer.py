@@ -68,8 +68,10 @@ async def dump_command(url: str, out: str, resume: bool) -> int:
     async def count_page(response: httpx.Response) -> None:
         if response.status_code == 200 and response.request.url.path.endswith("/log"):
             await response.aread()
-            with contextlib.suppress(ValueError, AttributeError):  # dump_log reports it
-                progress.add(len(response.json().get("entries") or ()))
+            with contextlib.suppress(ValueError):  # dump_log reports it
+                page = json_value(response.content)
+                entries = page.get("entries") if isinstance(page, dict) else None
+                progress.add(len(entries) if isinstance(entries, list) else 0)
 
     hooks = {"response": [count_page]}
     async with httpx.AsyncClient(timeout=DUMP_TIMEOUT_S, event_hooks=hooks) as client:
