@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,9 @@ class FollowOptions:
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     read_timeout_s: float = 60.0  # > the relay's heartbeat interval
+    # told of each failed attempt that will be retried: (failures so far,
+    # seconds until the next, why), so a follower that never connects is not silent
+    on_retry: Callable[[int, float, Exception], None] | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def params(self, since: str | None) -> dict[str, str]:
@@ -141,11 +144,13 @@ async def follow(
             except (httpx.TransportError, SSEError) as exc:
                 failures += 1
                 if opts.max_retries is not None and failures > opts.max_retries:
-                    raise FeedClientError(
-                        f"{url}: gave up after {failures} failures: {exc}"
-                    ) from exc
+                    why = str(exc).removeprefix(f"{url}: ")  # the URL once
+                    raise FeedClientError(f"{url}: gave up after {failures} failures: {why}") from exc
                 delay = min(opts.backoff_max_s, opts.backoff_base_s * 2 ** (failures - 1))
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                delay *= 0.5 + random.random() / 2
+                if opts.on_retry is not None:
+                    opts.on_retry(failures, delay, exc)
+                await asyncio.sleep(delay)
                 if mode == "bootstrap" and position is not None:
                     mode = "tail"
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from peer.base import normalize_peer_url
@@ -30,8 +31,9 @@ async def follow_command(
     except ValueError as exc:
         raise FollowError(str(exc)) from None
     options = FollowOptions(
-        mode=mode, live=live, kinds=kinds, chains=chains, authors=authors, max_retries=retries
-    )
+        mode=mode, live=live, kinds=kinds, chains=chains, authors=authors, max_retries=retries,
+        on_retry=_say_why(url),
+    )  # fmt: skip
     try:
         async for event in follow(url, since=since, options=options):
             line: dict[str, Any] = {"event": event.kind}
@@ -47,6 +49,23 @@ async def follow_command(
     except FeedClientError as exc:
         raise FollowError(str(exc)) from None
     return 0
+
+
+def _say_why(url: str) -> Callable[[int, float, Exception], None]:
+    """One line on stderr per failed attempt: a relay that is down, or a URL
+    that is no relay, would otherwise be retried in silence forever."""
+
+    def say(failures: int, delay: float, exc: Exception) -> None:
+        reason = " ".join((str(exc) or type(exc).__name__).split())
+        if not reason.startswith(url):
+            reason = f"{url}: {reason}"
+        print(
+            f"dfos-relay follow: {reason} (failure {failures}); retrying in {delay:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return say
 
 
 async def reset_epoch_command(store_url: str, *, store_source: str) -> int:
