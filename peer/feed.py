@@ -145,7 +145,9 @@ async def follow(
                 failures += 1
                 if opts.max_retries is not None and failures > opts.max_retries:
                     why = str(exc).removeprefix(f"{url}: ")  # the URL once
-                    raise FeedClientError(f"{url}: gave up after {failures} failures: {why}") from exc
+                    raise FeedClientError(
+                        f"{url}: gave up after {failures} failures: {why}"
+                    ) from exc
                 delay = min(opts.backoff_max_s, opts.backoff_base_s * 2 ** (failures - 1))
                 delay *= 0.5 + random.random() / 2
                 if opts.on_retry is not None:

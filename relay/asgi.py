@@ -120,12 +120,11 @@ class _RelayFromEnvironment:
         await self._built()(scope, receive, send)
 
     async def _lifespan(self, scope: Any, receive: Any, send: Any) -> None:
+        problem: str | None = None
         try:
             built = self._built()
         except SettingsError as exc:
             problem = str(exc)  # reported outside the handler: no chained traceback
-        else:
-            problem = None
         if problem is not None:
             await receive()  # lifespan.startup
             await _start_up_failed(send, problem)

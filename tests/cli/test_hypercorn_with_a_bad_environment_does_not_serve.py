@@ -6,6 +6,7 @@ request 500)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -31,13 +32,11 @@ def _hypercorn(env: dict[str, str], cwd: Path) -> tuple[str, bool]:
     try:
         out, _ = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:  # still running: did it serve?
-        try:
+        with contextlib.suppress(httpx.HTTPError):
             served = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            pass
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
-    return out, served or "Running on" in out and "Lifespan failure" not in out
+    return out, served or ("Running on" in out and "Lifespan failure" not in out)
 
 
 @pytest.mark.parametrize(
