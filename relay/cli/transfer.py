@@ -58,6 +58,8 @@ async def dump_command(url: str, out: str, resume: bool) -> int:
     except ValueError as exc:
         raise TransferError(str(exc)) from None
     target = Path(out)
+    if target.is_dir():
+        raise TransferError(f"{target} is a directory, not a file to write the log to")
     if not target.parent.is_dir():
         raise TransferError(f"{out}: the directory {target.parent} does not exist")
     existed = target.exists()
