@@ -42,10 +42,11 @@ FANOUT_DIRECT_MAX = 4  # up to this many gossip peers: push every op to each (no
 FANOUT_FORWARD_QUEUE_MAX = 10_000  # ops waiting at a coordinator to be forwarded
 # One forwarder serves every origin: it waits at most this long for an
 # origin's well-known document (its peer list), and reads it again at most
-# once per FANOUT_REREAD_S; a list it could not read in time is an unknown
-# share, and the ops are forwarded to every gossip peer instead
+# once per FANOUT_REREAD_S (when its copy predates the op); a list it could
+# not read in time is an unknown share, and the ops are forwarded to every
+# gossip peer instead
 FANOUT_LIST_WAIT_S = 0.5
-FANOUT_REREAD_S = 30.0
+FANOUT_REREAD_S = 0.25
 ECHO_MEMORY_PER_PEER = 20_000  # op CIDs remembered per peer for echo suppression
 DIRECTORY_REFRESH_S = 300.0  # re-read peers' well-known documents (DID, peers)
 PEER_DISCOVERY_MAX = 64  # learned peers-of-peers, at most

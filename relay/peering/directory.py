@@ -7,8 +7,9 @@ what the peer's ``/.well-known/dfos-relay`` says: its relay DID and the
 from the cache; ``resolve(url)`` fetches one document (single-flight per
 URL), and the task started by ``start()`` refreshes every peer each
 ``refresh_s`` and retries the ones not yet resolved sooner. ``reread(url)``
-is for callers that must not wait on a peer (the fan-out forwarder): at
-most one read per interval, waited for briefly, the rest in the background.
+is for callers that must not wait long on a peer (the fan-out forwarder): at
+most one read per interval, waited for briefly and within a budget of
+waiting per peer, the rest in the background.
 
 A hostile document is bounded: at most ``MAX_ADVERTISED_PEERS`` entries are
 read, entries that are not {url: http(s) URL, did?: string} are skipped,
@@ -36,6 +37,11 @@ log = logging.getLogger("dfos_relay.peering")
 DIRECTORY_RETRY_S = 2.0  # ... and the unresolved ones this often
 MAX_ADVERTISED_PEERS = 256  # entries read from one peer's ``peers``
 MAX_DID_LENGTH = 512
+# ``reread`` waits on one peer at most REREAD_WAIT_BUDGET_S of every
+# REREAD_WAIT_WINDOW_S: a peer answering just within the caller's wait, over
+# and over, costs the caller at most a tenth of its time
+REREAD_WAIT_WINDOW_S = 10.0
+REREAD_WAIT_BUDGET_S = 1.0
 
 
 class WellKnownClient(Protocol):
@@ -116,6 +122,7 @@ class PeerDirectory:
         self._inflight: dict[str, asyncio.Task[bool]] = {}
         self._tried: dict[str, float] = {}  # URL -> monotonic time of the last fetch
         self._read: dict[str, float] = {}  # URL -> ... of the last fetch that was read
+        self._waited: dict[str, tuple[float, float]] = {}  # URL -> (window start, s waited)
         self._task: asyncio.Task[None] | None = None
         self.on_refreshed: list[Any] = []  # async callables run after each full refresh
 
@@ -148,12 +155,15 @@ class PeerDirectory:
     # fetching ---------------------------------------------------------------
     async def resolve(self, url: str) -> bool:
         """Fetch ``url``'s well-known document now (one fetch in flight per URL)."""
+        return await asyncio.shield(self._fetching(url))
+
+    def _fetching(self, url: str) -> asyncio.Task[bool]:
         task = self._inflight.get(url)
         if task is None:
             task = asyncio.create_task(self._fetch(url), name=f"well-known {url}")
             self._inflight[url] = task
             task.add_done_callback(self._forget_fetch)
-        return await asyncio.shield(task)
+        return task
 
     async def resolve_if_due(self, urls: Iterable[str]) -> None:
         """Resolve the given URLs that are still unknown, unless one was tried
@@ -167,21 +177,32 @@ class PeerDirectory:
         if due:
             await asyncio.gather(*(self.resolve(url) for url in due))
 
-    async def reread(self, url: str, every_s: float, wait_s: float) -> bool:
-        """Is ``url``'s cached document at most ``every_s`` old? If not, and
-        no read of it was started in that time (nor is one still running),
-        read it now, waiting at most ``wait_s``: past that the read goes on
-        in the background and fills the cache, and the answer is False. So
-        a peer that answers slowly costs a caller at most ``wait_s`` per
-        ``every_s``, however often it is asked about."""
-        now = time.monotonic()
-        if now - self._read.get(url, -1e18) < every_s:
+    async def reread(self, url: str, since: float, every_s: float, wait_s: float) -> bool:
+        """Was ``url``'s cached document read at or after ``since`` (monotonic
+        time)? If not, and no read of it was started in the last ``every_s``
+        (nor is one still running), read it now, waiting at most ``wait_s``
+        and within ``url``'s budget of waiting (``REREAD_WAIT_BUDGET_S`` per
+        ``REREAD_WAIT_WINDOW_S``): past that the read goes on in the
+        background and fills the cache, and the answer is False. So however
+        often it is asked about, a peer that answers slowly costs the caller
+        at most ``wait_s`` per read, and one that answers just in time a
+        tenth of the caller's time."""
+        if self._read.get(url, -1e18) >= since:
             return True
+        now = time.monotonic()
         if url in self._inflight or now - self._tried.get(url, -1e18) < every_s:
             return False
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.resolve(url), wait_s)  # the fetch itself is shielded
-        return time.monotonic() - self._read.get(url, -1e18) < every_s
+        start, waited = self._waited.get(url, (now, 0.0))
+        if now - start >= REREAD_WAIT_WINDOW_S:
+            start, waited = now, 0.0
+        wait = min(wait_s, REREAD_WAIT_BUDGET_S - waited)
+        task = self._fetching(url)
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), wait)
+            waited += time.monotonic() - now
+        self._waited[url] = (start, waited)
+        return self._read.get(url, -1e18) >= since
 
     def _forget_fetch(self, task: asyncio.Task[bool]) -> None:
         for url, running in list(self._inflight.items()):

@@ -13,10 +13,11 @@ How an op arrived decides where it goes:
   task forwards it with hop "2" to our share of the origin's advertised peer
   list (read from its well-known ``peers``). One task serves every origin,
   so it never waits long on one: when the list is not cached, or the cached
-  one does not make us a coordinator and is older than ``fanout_reread_s``,
-  the list is read again at most once per that interval and waited for at
-  most ``fanout_list_wait_s`` (the read goes on in the background). A list
-  read within the interval that does not make us a coordinator is believed:
+  one does not make us a coordinator and was read before the op arrived
+  (the origin named us by a newer one, say), the list is read again, at
+  most once per ``fanout_reread_s`` and waited for at most
+  ``fanout_list_wait_s`` (the read goes on in the background). A list read
+  after the op arrived that does not make us a coordinator is believed:
   nothing is forwarded (the origin's list is the stale one). Otherwise our
   share is unknown and the op goes with hop "2" to every gossip peer but
   the origin: a superset of the share (ops are idempotent and verified on
@@ -56,6 +57,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextvars import ContextVar
@@ -167,7 +169,8 @@ class FanOut:
         self._config = config
         self._self_did = self_did
         # (origin URL, ops, the coordinator we stand in for: None when ourselves)
-        self._queue: asyncio.Queue[tuple[str, list[Routed], str | None]] = asyncio.Queue(
+        # (origin URL, ops, stand-in for, monotonic time they arrived)
+        self._queue: asyncio.Queue[tuple[str, list[Routed], str | None, float]] = asyncio.Queue(
             maxsize=config.fanout_forward_queue_max
         )
         self.arrivals = Arrivals(config.fanout_forward_queue_max)
@@ -254,7 +257,7 @@ class FanOut:
         if self.watch is not None:
             self.watch.forwarding(tokens)
         try:
-            self._queue.put_nowait((origin_url, ops, stand_in_for))
+            self._queue.put_nowait((origin_url, ops, stand_in_for, time.monotonic()))
         except asyncio.QueueFull:
             self.not_forwarded += len(ops)
             log.warning("fan-out: forward queue full; %d ops not forwarded", len(ops))
@@ -291,10 +294,10 @@ class FanOut:
 
     async def _run(self) -> None:
         while True:
-            origin_url, ops, stand_in_for = await self._queue.get()
+            origin_url, ops, stand_in_for, arrived = await self._queue.get()
             unplaced: list[Routed] = ops  # until _forward says otherwise: every link is held
             try:
-                unplaced = await self._forward(origin_url, ops, stand_in_for)
+                unplaced = await self._forward(origin_url, ops, arrived, stand_in_for)
             except Exception:  # one bad batch must not end forwarding
                 log.exception("fan-out: forwarding for %s failed", origin_url)
             finally:
@@ -306,7 +309,7 @@ class FanOut:
                 self._queue.task_done()
 
     async def _forward(
-        self, origin_url: str, ops: list[Routed], stand_in_for: str | None = None
+        self, origin_url: str, ops: list[Routed], arrived: float, stand_in_for: str | None = None
     ) -> list[Routed]:
         """Hand ``ops`` to the lanes of our share (every lane but the
         origin's when the share is unknown); returns those not handed to any
@@ -317,15 +320,15 @@ class FanOut:
             self.not_forwarded += len(ops)
             return ops
         per_url: dict[str, list[Outgoing]] = defaultdict(list)
-        fresh: bool | None = None  # is the cached list recent enough to believe? (asked once)
+        fresh: bool | None = None  # was the cached list read after the ops arrived? (asked once)
         for op in ops:
             share = self._share(me, origin_url, op)
             if share is None and fresh is None:
                 wait_s, every_s = self._config.fanout_list_wait_s, self._config.fanout_reread_s
-                fresh = await self._directory.reread(origin_url, every_s, wait_s)
+                fresh = await self._directory.reread(origin_url, arrived, every_s, wait_s)
                 share = self._share(me, origin_url, op)
             if share is None and fresh:
-                self.not_forwarded += 1  # not ours by a recent list: nothing is held
+                self.not_forwarded += 1  # not ours by a list read since: nothing is held
                 continue
             if share is None:  # unknown share: all of them, rather than a hole
                 self.flooded += 1

@@ -25,7 +25,7 @@ from tests.support.relay_api import PAST_MS
 
 N = 9  # P = 8 gossip peers each: k = 3 coordinators per op, shares of 1 or 2
 COORDINATOR, HEALTHY, HOSTILE = 0, 1, 2
-# lists read by resolve_peers are believed for 1 s: then the hostile pushes make reads
+# the hostile pushes make a read of its list at most once per 1 s
 RENDEZVOUS = replace(FAST, fanout_direct_max=4, fanout_reread_s=1.0)
 GOSSIP_ONLY = {"gossip": True, "read_through": False, "sync": False}
 WELL_KNOWN_DELAY_S = 55.0  # inside the peer client's 60 s request deadline
