@@ -1,5 +1,5 @@
 """WEB-RELAY.md "Convergence", PROTOCOL.md "Chain Validity": given the same
-set of operations, a relay computes the same heads, chain states and set of
+set of operations, a relay computes the same heads, chain states, tips and set of
 sequenced operations whatever the arrival order and batch boundaries.
 
 Hypothesis draws a workload (identities with rotations, content chains with
@@ -194,6 +194,12 @@ async def _served(
                     served[chain.content_id] = await get_json(
                         client, f"/content/{chain.content_id}"
                     )
+                # the tips each chain keeps (schema v10), forks included
+                for path in [f"/identities/{a.did}/tips" for a in plan.actors] + [
+                    f"/content/{c.content_id}/tips" for c in plan.chains
+                ]:
+                    response = await client.get(path)
+                    served[path] = (response.status_code, response.json())
                 for target, _ in plan.targets:
                     response = await client.get(f"/countersignatures/{target}")
                     if response.status_code == 200:
