@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -86,3 +87,32 @@ def encoded(body: bytes, encoding: str, content_type: str) -> Answer:
         writer.write(head(headers) + body)
 
     return answer
+
+
+def json_answer(document: object, delay_s: float = 0.0) -> Answer:
+    """A 200 answer of ``document`` as JSON, after ``delay_s``."""
+
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(delay_s)
+        body = json.dumps(document).encode()
+        writer.write(head({"content-type": "application/json", "content-length": str(len(body))}))
+        writer.write(body)
+        await writer.drain()
+
+    return answer
+
+
+class Holding:
+    """An answer that holds every request it gets; counts them, and the most at once."""
+
+    def __init__(self) -> None:
+        self.now = self.most = self.requests = 0
+
+    async def __call__(self, writer: asyncio.StreamWriter) -> None:
+        self.now += 1
+        self.requests += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.Event().wait()  # until the test ends
+        finally:
+            self.now -= 1

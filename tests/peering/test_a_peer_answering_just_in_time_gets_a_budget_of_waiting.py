@@ -7,33 +7,23 @@ the time: each peer gets a budget of waiting (``REREAD_WAIT_BUDGET_S`` per
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 from peer.http import PeerLimits
 from peer.sync_http import HttpSyncClient
 from relay.peering.directory import REREAD_WAIT_BUDGET_S, PeerDirectory
 
-from .hostile_http import raw_peer
+from .hostile_http import json_answer, raw_peer
 
 JUST_IN_TIME_S = 0.3  # under the forwarder's wait
 WAIT_S = 0.5
 CALLS = 20  # 6 s of waiting without the budget
 LIMITS = PeerLimits(read_timeout_s=5.0, pool_timeout_s=1.0, request_deadline_s=5.0)
-
-
-async def answers_just_in_time(writer: asyncio.StreamWriter) -> None:
-    await asyncio.sleep(JUST_IN_TIME_S)
-    body = json.dumps({"did": "did:dfos:slowpoke", "peers": []}).encode()
-    head = (
-        f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
-    )
-    writer.write(head.encode() + body)
-    await writer.drain()
+SLOWPOKE = {"did": "did:dfos:slowpoke", "peers": []}
 
 
 async def test_a_peer_answering_just_in_time_costs_at_most_its_budget() -> None:
-    async with raw_peer(answers_just_in_time) as url:
+    async with raw_peer(json_answer(SLOWPOKE, JUST_IN_TIME_S)) as url:
         client = HttpSyncClient(limits=LIMITS)
         directory = PeerDirectory([url], client)
         waited = 0.0

@@ -21,26 +21,10 @@ from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from tests.support.relay_api import PAST_MS, log_cids, post
 
-from .hostile_http import raw_peer
+from .hostile_http import Holding, raw_peer
 
 LIMITS = PeerLimits(read_timeout_s=30.0, pool_timeout_s=1.0, request_deadline_s=30.0)
 POSTS = 200  # one op a POST, 10 a gossip batch: 20 pushes for each peer
-
-
-class Holding:
-    """Holds every request it gets; counts them, and the most at once."""
-
-    def __init__(self) -> None:
-        self.now = self.most = self.requests = 0
-
-    async def __call__(self, writer: asyncio.StreamWriter) -> None:
-        self.now += 1
-        self.requests += 1
-        self.most = max(self.most, self.now)
-        try:
-            await asyncio.Event().wait()  # until the test ends
-        finally:
-            self.now -= 1
 
 
 async def test_a_slow_gossip_peer_delays_only_itself() -> None:

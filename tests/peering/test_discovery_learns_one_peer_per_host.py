@@ -9,7 +9,6 @@ on; the hostile host never holds more than a few connections."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import httpx
@@ -26,37 +25,12 @@ from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from tests.support.relay_api import PAST_MS, log_cids, post
 
-from .hostile_http import Answer, head, routed_peer
+from .hostile_http import Holding, json_answer, routed_peer
 from .test_directory import _directory_with
 
 LIMITS = PeerLimits(read_timeout_s=30.0, pool_timeout_s=1.0, request_deadline_s=30.0)
 LISTED = 64  # the hostile peer's own URLs in its 'peers' (the discovery bound)
 POSTS = 100
-
-
-class Holding:
-    """Holds every request it gets; counts them, and the most at once."""
-
-    def __init__(self) -> None:
-        self.now = self.most = self.requests = 0
-
-    async def __call__(self, writer: asyncio.StreamWriter) -> None:
-        self.now += 1
-        self.requests += 1
-        self.most = max(self.most, self.now)
-        try:
-            await asyncio.Event().wait()  # until the test ends
-        finally:
-            self.now -= 1
-
-
-def well_known(document: dict[str, object]) -> Answer:
-    async def answer(writer: asyncio.StreamWriter) -> None:
-        body = json.dumps(document).encode()
-        writer.write(head({"content-type": "application/json", "content-length": str(len(body))}))
-        writer.write(body)
-
-    return answer
 
 
 def test_discovery_learns_at_most_one_peer_per_host_name() -> None:
@@ -88,7 +62,7 @@ async def test_a_host_listing_many_urls_of_its_own_holds_few_connections() -> No
     config = PeeringConfig(
         gossip_batch=10, backoff_base_s=30.0, fanout_direct_max=1000, peer_discovery=True
     )
-    routes = {"/.well-known/dfos-relay": well_known(document), "/": held}
+    routes = {"/.well-known/dfos-relay": json_answer(document), "/": held}
     async with (
         routed_peer(routes) as hostile,
         serve_on_loopback(healthy.app) as good,
