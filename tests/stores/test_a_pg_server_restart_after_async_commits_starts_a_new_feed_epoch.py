@@ -113,9 +113,14 @@ async def restart(url: str, schema: str = "public") -> dict[str, Any]:
         return dict(row)
 
 
-async def sse_error(url: str, since: str, ready: asyncio.Event) -> tuple[list[int], dict[str, Any]]:
-    """The seqs a live tail from ``since`` sends, and the error event ending it."""
+async def live_tail(
+    url: str, since: str, ready: asyncio.Event, until: int | None = None
+) -> tuple[list[int], dict[str, Any] | None]:
+    """The seqs a live tail from ``since`` (up to ``until``) sends, and the
+    error event that ended it (None: it ended at ``until``)."""
     params = {"since": since, "live": "true"}
+    if until is not None:
+        params["until_seq"] = str(until)
     seqs: list[int] = []
     async with (
         httpx.AsyncClient(timeout=60) as http,
@@ -129,23 +134,20 @@ async def sse_error(url: str, since: str, ready: asyncio.Event) -> tuple[list[in
                 return seqs, json.loads(sse.data)
             elif sse.id:
                 seqs.append(int(sse.id.rpartition(".")[2]))
-    raise AssertionError("the stream ended without an error event")
+    return seqs, None
+
+
+async def sse_error(url: str, since: str, ready: asyncio.Event) -> tuple[list[int], dict[str, Any]]:
+    """The seqs a live tail from ``since`` sends, and the error event ending it."""
+    seqs, error = await live_tail(url, since, ready)
+    assert error is not None, "the stream ended without an error event"
+    return seqs, error
 
 
 async def sse_seqs(url: str, since: str, until: int, ready: asyncio.Event) -> list[int]:
     """The seqs of the ops a live tail from ``since`` sends up to ``until``."""
-    params = {"since": since, "live": "true", "until_seq": str(until)}
-    seqs: list[int] = []
-    async with (
-        httpx.AsyncClient(timeout=60) as http,
-        aconnect_sse(http, "GET", f"{url}/changes", params=params) as source,
-    ):
-        assert source.response.status_code == 200
-        async for sse in source.aiter_sse():
-            if sse.event == "eose":
-                ready.set()
-            elif sse.id:
-                seqs.append(int(sse.id.rpartition(".")[2]))
+    seqs, error = await live_tail(url, since, ready, until)
+    assert error is None, error
     return seqs
 
 
