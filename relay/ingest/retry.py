@@ -76,9 +76,12 @@ class PolicyRetry:
         while True:
             first, most = self._delays()
             if delay is None:
-                # told of a kept op, or the store looked at every ``most``
+                # told of a kept op, or the store looked at every ``most``;
+                # not ``wait_for``: on 3.11 it swallows a cancel that comes as
+                # the event is set (at start), and ``stop`` then waits for ever
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(most, MIN_RETRY_DELAY_S))
+                    async with asyncio.timeout(max(most, MIN_RETRY_DELAY_S)):
+                        await self._wake.wait()
                 delay = first
             else:
                 delay = min(delay * 2, max(most, first))

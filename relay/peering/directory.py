@@ -198,8 +198,9 @@ class PeerDirectory:
         wait = min(wait_s, REREAD_WAIT_BUDGET_S - waited)
         task = self._fetching(url)
         if wait > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), wait)
+            with contextlib.suppress(TimeoutError):  # not wait_for: see relay.ingest.retry
+                async with asyncio.timeout(wait):
+                    await asyncio.shield(task)
             waited += time.monotonic() - now
         self._waited[url] = (start, waited)
         return self._read.get(url, -1e18) >= since

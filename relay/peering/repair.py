@@ -196,8 +196,9 @@ class ReconcileRepair:
                 except Exception:  # a store failure must not end the loop silently
                     log.exception("reconcile with %s failed", url)
             wake = self._wake[url]
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=self._pause(url, interval))
+            with contextlib.suppress(TimeoutError):  # not wait_for: see relay.ingest.retry
+                async with asyncio.timeout(self._pause(url, interval)):
+                    await wake.wait()
             if wake.is_set():
                 wake.clear()
                 runs = 0  # a requested run is a full one
