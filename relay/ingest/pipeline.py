@@ -188,7 +188,7 @@ class Ingestor:
         self._prepared: dict[str, Submitted] = {}
         # told, after each commit, the CIDs whose buffered op the write policy
         # failed on (kept, waiting for the policy): see ``retry_kept``
-        self.on_kept: Callable[[set[str]], None] | None = None
+        self.on_kept: Callable[[], None] | None = None
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -317,7 +317,7 @@ class Ingestor:
                 return run, []
             head = await session.commit(batch)
             if run.kept_for_policy and self.on_kept is not None:
-                self.on_kept(run.kept_for_policy)
+                self.on_kept()
             first = head - len(batch.operations) + 1
             sequenced = [
                 SequencedOp(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 
 log = logging.getLogger("dfos_relay.policy")
 
@@ -50,8 +50,9 @@ class PolicyRetry:
         self._task: asyncio.Task[None] | None = None
         self.attempts = 0  # retries run, for tests and logs
 
-    def schedule(self, cids: Collection[str] = ()) -> None:
-        """Ops (``cids``) were kept through a policy error: retry soon."""
+    def schedule(self) -> None:
+        """Ops were kept through a policy error: retry soon (the retry reads
+        every kept op from the store, so which ones is not needed)."""
         self._wake.set()
 
     @property

@@ -47,7 +47,7 @@ async def test_the_delay_doubles_up_to_the_cap_then_starts_afresh() -> None:
         assert 0.045 <= first < 0.095, first
         assert all(0.095 <= gap < 0.3 for gap in doubled), doubled
         later = time.monotonic()
-        retry.schedule({"b"})  # a new episode: the first delay again
+        retry.schedule()  # a new episode: the first delay again
         await _until(kept, 5)
         assert kept.tries[-1] - later < 0.09
     finally:
@@ -73,7 +73,7 @@ async def test_a_zero_delay_is_not_a_busy_loop() -> None:
     retry = PolicyRetry(kept.attempt, lambda: (0.0, 0.0))
     retry.start()
     try:
-        retry.schedule({"a"})
+        retry.schedule()
         await asyncio.sleep(0.5)
     finally:
         await retry.stop()

@@ -151,20 +151,32 @@ async def sse_seqs(url: str, since: str, until: int, ready: asyncio.Event) -> li
     return seqs
 
 
+async def follower_past_lost_commits(
+    db: str, http: httpx.AsyncClient, url: str, kept: list[str], lost: list[str]
+) -> tuple[str, int, int, asyncio.Task[tuple[list[int], dict[str, Any]]]]:
+    """Post ``kept``, snapshot the database, post ``lost`` (the commits a
+    server crash would lose), and start a live follower at the head past
+    them, caught up; returns (epoch, kept head, follower's token seq, its
+    task, which ends with the error event that tells it)."""
+    await post(http, url, kept)
+    epoch, kept_head = await feed_head(http, url)
+    await snapshot(db)
+    await post(http, url, lost)
+    _, read_to = await feed_head(http, url)  # a consumer read this far
+    ready = asyncio.Event()
+    follower = asyncio.create_task(sse_error(url, f"{epoch}.{read_to}", ready))
+    await asyncio.wait_for(ready.wait(), 10)
+    return epoch, kept_head, read_to, follower
+
+
 async def test_a_running_relay_reaching_a_restarted_server_starts_a_new_epoch() -> None:
     first, lost, later = (mixed_workload(12, seed=s, now_ms=PAST_MS) for s in (81, 82, 83))
     async with scratch_database() as db:
         relay = create_relay(PostgresStore(db + ASYNC), config=RelayConfig(feed_heartbeat_s=1.0))
         async with serve_on_loopback(relay.app) as url, httpx.AsyncClient(timeout=30) as http:
-            await post(http, url, first)
-            epoch, kept_head = await feed_head(http, url)
-            await snapshot(db)
-            await post(http, url, lost)
-            _, read_to = await feed_head(http, url)  # a consumer read this far
-            ready = asyncio.Event()
-            follower = asyncio.create_task(sse_error(url, f"{epoch}.{read_to}", ready))
-            await asyncio.wait_for(ready.wait(), 10)
-
+            epoch, kept_head, read_to, follower = await follower_past_lost_commits(
+                db, http, url, first, lost
+            )
             await restore(db)  # the server came back without the last commits
             recorded = await restart(db)
             assert recorded["async_commits"] is True
@@ -196,14 +208,9 @@ async def test_a_follower_is_told_before_any_op_committed_after_the_restart() ->
     async with scratch_database() as db:
         relay = create_relay(PostgresStore(db + ASYNC), config=RelayConfig(feed_heartbeat_s=1.0))
         async with serve_on_loopback(relay.app) as url, httpx.AsyncClient(timeout=30) as http:
-            await post(http, url, first)
-            epoch, kept_head = await feed_head(http, url)
-            await snapshot(db)
-            await post(http, url, lost)
-            _, read_to = await feed_head(http, url)
-            ready = asyncio.Event()
-            follower = asyncio.create_task(sse_error(url, f"{epoch}.{read_to}", ready))
-            await asyncio.wait_for(ready.wait(), 10)
+            _, kept_head, read_to, follower = await follower_past_lost_commits(
+                db, http, url, first, lost
+            )
             await restore(db)
             await restart(db)
             await end_connections(db)
