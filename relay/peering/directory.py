@@ -165,17 +165,27 @@ class PeerDirectory:
             task.add_done_callback(self._forget_fetch)
         return task
 
-    async def resolve_if_due(self, urls: Iterable[str]) -> None:
+    async def resolve_if_due(self, urls: Iterable[str], wait_s: float | None = None) -> None:
         """Resolve the given URLs that are still unknown, unless one was tried
         less than ``retry_s`` ago: callers on a request path (a push naming a
-        DID we cannot place yet) cannot make us fetch more often than that."""
+        DID we cannot place yet) cannot make us fetch more often than that.
+        A read still running is not waited for again (it was, by whoever
+        started it). With ``wait_s``, wait at most that long: the reads go
+        on in the background, so a peer whose document hangs holds one
+        request per ``retry_s`` for ``wait_s``, not every request for the
+        whole read."""
         now = time.monotonic()
         due = [
             url for url in urls
-            if url not in self._did and now - self._tried.get(url, -1e18) >= self._retry_s
+            if url not in self._did and url not in self._inflight
+            and now - self._tried.get(url, -1e18) >= self._retry_s
         ]  # fmt: skip
-        if due:
+        if not due:
+            return
+        if wait_s is None:
             await asyncio.gather(*(self.resolve(url) for url in due))
+        else:  # asyncio.wait leaves the reads running at its timeout
+            await asyncio.wait([self._fetching(url) for url in due], timeout=wait_s)
 
     async def reread(self, url: str, since: float, every_s: float, wait_s: float) -> bool:
         """Was ``url``'s cached document read at or after ``since`` (monotonic

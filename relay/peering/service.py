@@ -231,10 +231,12 @@ class Peering:
     async def peer_url_of(self, relay_did: str) -> str | None:
         """The peer URL a pushing relay's DID maps to (None: not a known peer).
         A DID we cannot place may be a peer not resolved yet (say, both just
-        started): those are read first, at most once per retry interval."""
+        started): those are read first, at most once per retry interval, and
+        waited for at most ``fanout_list_wait_s`` (a push is a request path)."""
         url = self.directory.url_of(relay_did)
         if url is None and self.directory.unresolved():
-            await self.directory.resolve_if_due(self.directory.unresolved())
+            wait_s = self.config.fanout_list_wait_s
+            await self.directory.resolve_if_due(self.directory.unresolved(), wait_s)
             url = self.directory.url_of(relay_did)
         return url
 
