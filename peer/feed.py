@@ -2,7 +2,8 @@
 
 ``follow(url, ...)`` is an async iterator of ``FeedEvent``. It reconnects
 with exponential backoff when the connection drops, resuming from the last
-token it yielded (``Last-Event-ID``), so nothing is missed or repeated; a
+token it yielded (``Last-Event-ID``), so nothing is missed or repeated
+(``FollowOptions.on_connect`` is told of each connection it opens); a
 410 raises ``FeedGapError`` (with the relay's minSeq, epoch and bootstrap
 URL) and a relay without a feed (a v0.7.1 relay: 404) raises
 ``FeedUnavailable``. Other 4xx answers raise ``FeedRejected``. One event
@@ -91,6 +92,9 @@ class FollowOptions:
     # told of each failed attempt that will be retried: (failures so far,
     # seconds until the next, why), so a follower that never connects is not silent
     on_retry: Callable[[int, float, Exception], None] | None = None
+    # told as each connection is attempted (the first, and each reconnect,
+    # after its pause): a caller timing a connection's silence starts anew
+    on_connect: Callable[[], None] | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def params(self, since: str | None) -> dict[str, str]:
@@ -127,6 +131,8 @@ async def follow(
     try:
         while True:
             current = FollowOptions(**{**_fields(opts), "mode": mode})
+            if opts.on_connect is not None:
+                opts.on_connect()
             try:
                 async for event in _one_connection(http, url, position, current):
                     failures = 0

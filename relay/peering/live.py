@@ -18,7 +18,8 @@ comes from the feed's status event and every op's seq. A paused in-link
 stops following until it is resumed.
 
 A feed that sends no event for ``live_stall_s`` before its EOSE (heartbeat
-comments only, or no answer at all) is stalled: heartbeats keep the
+comments only, or no answer at all) is stalled, on its first connection or
+any that ``follow`` opens again after the peer ended one: heartbeats keep the
 connection inside its read timeout, so without this bound the link would
 stay ``initial`` forever. A stall is the peer's failure: the in-link goes
 ``degraded_poll``, the peer's log is polled (as for a peer without a feed)
@@ -187,22 +188,30 @@ class LiveFollow:
         self, host: PeeringHost, url: str, key: str, stall: asyncio.Timeout
     ) -> None:
         """Follow the feed; ``stall`` is armed while an EOSE is awaited and
-        re-armed by every event (a long catch-up is not a stall). A status
-        event starts a connection: our relays send one first on each (one the
-        peer ended and ``follow`` reconnected is awaited again)."""
+        re-armed by every event (a long catch-up is not a stall). Each
+        connection awaits its own EOSE: one the peer ended and ``follow``
+        opened again arms ``stall`` anew, whatever it sends first (a status
+        event, or heartbeats only)."""
         since = await host.store.get_peer_cursor(key)
+        loop = asyncio.get_running_loop()
+        awaiting_eose = True
+
+        def connecting() -> None:
+            nonlocal awaiting_eose
+            awaiting_eose = True
+            stall.reschedule(loop.time() + self._config.live_stall_s)
+
         options = FollowOptions(
             live=True,
             max_retries=0,  # reconnects are ours: re-read the saved token each time
             backoff_base_s=self._config.backoff_base_s,
             backoff_max_s=self._config.backoff_max_s,
             scope=() if self._config.scope is None else self._config.scope.members,
+            on_connect=connecting,
         )
         batch: list[FeedEvent] = []
         held = 0  # token characters in the batch
         caught_up = False
-        awaiting_eose = True
-        loop = asyncio.get_running_loop()
         async for event in follow(url, since=since, options=options):
             if self.ledger.paused(url, "in"):
                 return  # paused: nothing more is ingested; _run waits for the resume
@@ -223,9 +232,7 @@ class LiveFollow:
                 stall.reschedule(None)  # the peer's silence is timed, not our store's
                 await self._ingest(host, url, key, batch, caught_up)
                 batch, held = [], 0
-            if event.kind == "status":  # a new connection (after the peer ended one)
-                awaiting_eose = True
-            elif event.kind == "eose":
+            if event.kind == "eose":
                 awaiting_eose = False
             stall.reschedule(loop.time() + self._config.live_stall_s if awaiting_eose else None)
 
