@@ -53,6 +53,7 @@ from relay.content_plane import (
     document_values,
     operation_document_cid,
 )
+from relay.parse_pool import ParseBusy
 from relay.protocol import ContentState, IdentityState
 from stores.base import OperationRecord, ProofReader
 
@@ -166,7 +167,11 @@ async def upload_blob(request: Request) -> Response:
     creator = await identity_state(relay.store, content.creator_did)
     authorize_write(caller, content, op.author_did, creator)
     body = await read_body_capped(request, relay.config.max_blob_bytes)
-    await check_uploaded_document(relay, body, document_cid)
+    try:
+        await check_uploaded_document(relay, body, document_cid)
+    except ParseBusy:  # answered 503 (relay.http.errors); counted here, where its kind is known
+        relay.metrics.parse_queue_refused("documents")
+        raise
     await relay.store.put_blob(content.creator_did, document_cid, body)
     return JSONResponse(
         {

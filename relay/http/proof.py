@@ -20,6 +20,7 @@ from peer.base import (
     UNKNOWN_CURSOR_FIELD,
     UNKNOWN_CURSOR_HEADER,
 )
+from relay.parse_pool import ParseBusy
 from relay.protocol import ProtocolError, decode_jws
 from relay.scope.pages import scoped_log_page
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
@@ -55,7 +56,11 @@ async def post_operations(request: Request) -> JSONResponse:
     relay = relay_of(request)
     body = await read_body_capped(request, relay.config.max_body_bytes)
     # a large body is parsed off the event loop (relay.parse_pool)
-    tokens = await relay.parse_pool.parse(parse_operations_body, body)
+    try:
+        tokens = await relay.parse_pool.parse(parse_operations_body, body)
+    except ParseBusy:  # answered 503 (relay.http.errors); counted here, where its kind is known
+        relay.metrics.parse_queue_refused("operations")
+        raise
     # a relay's push names and proves the relay (echo suppression, fan-out);
     # a client's does not
     headers = request.headers

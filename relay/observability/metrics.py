@@ -21,6 +21,9 @@ Recording API (cheap, synchronous, safe to call from any task):
   not checkable (the sender's identity not held), taken as a client's.
 - ``links.update(views)``: the replication ledger's gauges per link
   (``link_metrics``), at scrape time.
+- ``parse_queue_refused(body)``: ``dfos_relay_parse_queue_refused_total{body}``,
+  costly bodies answered 503 because ``parse_queue`` of them already waited
+  for the parse child (``operations`` or ``documents``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = ["CONTENT_TYPE", "RelayMetrics"]
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 UNKNOWN_KIND = "unknown"
+PARSE_QUEUE_BODIES = ("operations", "documents")  # POST /operations, content-plane uploads
 
 
 class _Result(Protocol):
@@ -126,6 +130,16 @@ class RelayMetrics:
             registry=r,
         )
 
+        self.parse_queue_refusals = Counter(
+            "dfos_relay_parse_queue_refused",
+            "Costly request bodies answered 503 because too many waited for the parse child, "
+            "by what they were: operations (POST /operations) or documents (blob uploads)",
+            ["body"],
+            registry=r,
+        )
+        for body in PARSE_QUEUE_BODIES:
+            self.parse_queue_refusals.labels(body)
+
         self.reconcile = ReconcileMetrics(r)
         self.links = LinkMetrics(r)
 
@@ -191,6 +205,10 @@ class RelayMetrics:
 
     def push_unproven(self, reason: str) -> None:
         self.pushes_unproven.labels(reason).inc()
+
+    def parse_queue_refused(self, body: str) -> None:
+        """One ``body`` (of ``PARSE_QUEUE_BODIES``) refused: the parse queue was full."""
+        self.parse_queue_refusals.labels(body).inc()
 
     async def refresh(self, store: _Store) -> None:
         self.log_length.set(await store.log_length())
