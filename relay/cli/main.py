@@ -6,8 +6,9 @@
     dfos-relay dump-log URL -o FILE.jsonl   page a relay's GET /log into JSON Lines
     dfos-relay import FILE.jsonl [--store URL]
                                             ingest an export through the pipeline
-    dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--scope M,..] [--store URL]
-                                            reconcile a store with a peer relay once
+    dfos-relay reconcile URL [--pull|--push|--both] [--window 24h] [--scope M,..]
+                             [--runs N] [--max-ops N] [--store URL]
+                                            reconcile a store with a peer relay
     dfos-relay converge ...                 the Spark convergence job
     dfos-relay verify-store [--store URL]   audit a store: re-verify every chain and row
     dfos-relay peers [--store URL] [--json] the replication ledger: every link's state and lag
@@ -32,6 +33,8 @@ PROG = "dfos-relay"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 128 + 13  # as if killed by SIGPIPE, like other filters
+# as the relay's scheduler: a run and its follow-ons (PeeringConfig.reconcile_follow_ons)
+DEFAULT_RECONCILE_RUNS = 11
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -75,7 +78,15 @@ def _count(text: str) -> int:
     return value
 
 
+def _at_least_one(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from relay.reconcile.initiator import ReconcileBounds
     from relay.settings import add_serve_arguments
 
     parser = OneLineParser(prog=PROG, description="DFOS web relay")
@@ -125,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_store_option(reset, default=argparse.SUPPRESS)
 
-    rec = commands.add_parser("reconcile", help="reconcile a store with a peer relay once")
+    rec = commands.add_parser("reconcile", help="reconcile a store with a peer relay")
     rec.add_argument("url", metavar="URL", help="base URL of the peer relay")
     way = rec.add_mutually_exclusive_group()
     for name, text in (("pull", "only fetch what we lack"), ("push", "only send what it lacks"),
@@ -134,11 +145,29 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--window", metavar="DURATION", help="only ops created in the last DURATION (e.g. 24h)"
     )
-    rec.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    rec.add_argument(
+        "--json", action="store_true", help="print each run's report as one JSON object"
+    )
     rec.add_argument(
         "--scope",
         metavar="MEMBERS",
         help="only this scope: DIDs and contentIds, comma-separated, with their closure",
+    )
+    run_bounds = ReconcileBounds()
+    rec.add_argument(
+        "--runs",
+        metavar="N",
+        type=_at_least_one,
+        default=DEFAULT_RECONCILE_RUNS,
+        help="follow a run cut short by a bound that moved ops, up to N runs"
+        f" (default {DEFAULT_RECONCILE_RUNS})",
+    )
+    rec.add_argument(
+        "--max-ops",
+        metavar="N",
+        type=_at_least_one,
+        default=run_bounds.max_need,
+        help=f"ops one run fetches at most, and pushes at most (default {run_bounds.max_need})",
     )
     add_store_option(rec)
 
@@ -278,7 +307,7 @@ def _reconcile(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         coro = reconcile_command(
             args.url, store, args.direction or "both", window, args.json,
-            scope=scope, store_source=source,
+            scope=scope, store_source=source, runs=args.runs, max_ops=args.max_ops,
         )  # fmt: skip
         return asyncio.run(coro)
     except SettingsError as exc:

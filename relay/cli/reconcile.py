@@ -1,5 +1,11 @@
-"""``dfos-relay reconcile URL``: reconcile a store with a peer relay once,
-by Negentropy rounds, and print what was learned and sent.
+"""``dfos-relay reconcile URL``: reconcile a store with a peer relay by
+Negentropy rounds, and print what was learned and sent.
+
+One run is bounded (rounds, bytes, time, ids each way: ``ReconcileBounds``).
+A run cut short by a bound that moved ops is followed at once by another,
+as the relay's own scheduler does, up to ``--runs`` runs; each run prints
+its line (or JSON object). A last run still cut short fails the command
+(status 1, one line saying to run again): the store is not reconciled yet.
 
 The store is opened as a relay without HTTP or peering (a relay serving
 the same SQLite file or Postgres database may run meanwhile): what is
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from relay.reconcile.initiator import Direction, ReconcileReport
+from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport
 from relay.reconcile.server import Window
 from relay.scope import Scope
 
@@ -32,6 +38,8 @@ async def reconcile_command(
     *,
     scope: Scope | None = None,
     store_source: str,
+    runs: int = 1,
+    max_ops: int | None = None,
 ) -> int:
     from peer.base import normalize_peer_url
     from relay.asgi import store_from_url
@@ -52,19 +60,34 @@ async def reconcile_command(
     if unreached is not None:  # the same report (and line) as a run that failed
         report = ReconcileReport(peer, direction, window or Window(), error=unreached)
         report.scope_id = None if scope is None else scope.scope_id
-    else:
-        try:
-            async with relay.running():
-                report = await relay.reconcile(peer, direction, window, scope=scope)
-        except StoreError as exc:
-            raise ReconcileCommandError(f"store {store_url}: {exc}") from None
+        _say(report, as_json, follows=False)  # raises: the run failed
+    bounds = None if max_ops is None else ReconcileBounds(max_need=max_ops, max_have=max_ops)
+    try:
+        async with relay.running():
+            for run in range(1, runs + 1):
+                report = await relay.reconcile(peer, direction, window, bounds, scope=scope)
+                follows = run < runs and report.cut_short and report.progressed
+                _say(report, as_json, follows)
+                if not follows:
+                    break
+    except StoreError as exc:
+        raise ReconcileCommandError(f"store {store_url}: {exc}") from None
+    if report.cut_short:  # the last run allowed, still cut short: not reconciled yet
+        raise ReconcileCommandError(f"{failure(report)}; {run} run(s): run again to go on")
+    return 0
+
+
+def _say(report: ReconcileReport, as_json: bool, follows: bool) -> None:
+    """Print one run's report. A run that failed raises its one line
+    instead of a summary (which would read as a success); so does one cut
+    short by a bound having moved nothing. One cut short having moved ops
+    prints its summary, saying so (the caller follows it or fails)."""
     if as_json:  # the report, failed or not: its "error" says which
-        print(json.dumps(report.as_dict()))
-    if not report.ok:  # no summary: it would read as a success
+        print(json.dumps(report.as_dict()), flush=True)
+    if not report.ok and not (report.cut_short and report.progressed):
         raise ReconcileCommandError(failure(report))
     if not as_json:
-        print(summary(report))
-    return 0
+        print(summary(report, follows), flush=True)
 
 
 async def _unreached(peer: str) -> str | None:
@@ -93,7 +116,7 @@ def failure(report: ReconcileReport) -> str:
     return f"{report.peer}: {error}{done}"
 
 
-def summary(report: ReconcileReport) -> str:
+def summary(report: ReconcileReport, follows: bool = False) -> str:
     scope = "everything" if report.window.is_everything else f"createdAt >= {report.window.since}"
     if report.scope_id is not None:
         scope = f"{report.scope_id} ({scope})"
@@ -103,5 +126,11 @@ def summary(report: ReconcileReport) -> str:
         f"{report.seconds:.2f}s: "
         f"learned {report.need} op(s) we lacked ({report.fetched} fetched, "
         f"{report.sequenced} new here), "
-        f"{report.have} op(s) it lacked ({report.pushed} sent)"
+        f"{report.have} op(s) it lacked ({report.pushed} sent)" + _cut_short(report, follows)
     )
+
+
+def _cut_short(report: ReconcileReport, follows: bool) -> str:
+    if not report.cut_short:
+        return ""
+    return "; cut short at a bound of one run" + (", another follows" if follows else "")
