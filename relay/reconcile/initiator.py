@@ -14,15 +14,17 @@
 Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
 time, ids to fetch and ids to push per run; a reply over our frame limit,
 a malformed reply, ids the peer advertised and then would not serve, ops
-it served that do not verify, or a push it rejected whole end the run
+it served that do not verify, or a push it took none of end the run
 with an error that the caller logs and backs off on. Running out of rounds
 or of room for ids cuts the run short (``report.cut_short``): what it
 found is still moved, so the next run gets further, and the caller runs it
 soon when this one made progress. Fetching stops at the first batch the
 peer serves none of, or serves only forgeries of (a peer that floods us
 with ids it has not got costs one fetch request, not one per thousand
-ids), and pushing at the first batch it rejects whole (a peer that claims
-to lack everything and takes nothing costs one push).
+ids), and pushing at the first batch it takes none of: rejected whole, or
+answered as held already, which it said it lacked, unless nothing is left
+to push (a peer that claims to lack everything and takes nothing costs one
+push).
 """
 
 from __future__ import annotations
@@ -422,13 +424,34 @@ async def _push(
             )
             report.pushed += len(batch)
             report.accepted += sum(1 for r in results if r.status == "new")
-            if all(_refused(r) for r in results):  # the rest would fare no better
-                unpushed = len(ops) - part - len(batch) + later
+            unpushed = len(ops) - part - len(batch) + later
+            took_none = _took_none(results, unpushed)
+            if took_none is not None:  # the rest would fare no better
                 more = f" ({unpushed} more not pushed)" if unpushed else ""
-                raise ReconcileAborted(f"peer rejected all {len(batch)} ops of a push{more}")
+                raise ReconcileAborted(f"peer {took_none}{more}")
 
 
 _WAITS = frozenset(reason.value for reason in RejectReason if reason.is_dependency)
+
+
+def _took_none(results: Sequence[SubmitResult], unpushed: int) -> str | None:
+    """What the peer did with a push that it took none of (nothing new,
+    nothing parked), said for the report; None when it took some. Ops it
+    answers as held already it said it lacked: an honest peer does so for an
+    op that reached it since the rounds (gossip from us, say), which in a
+    live mesh is most of a small difference; so a run's last push (nothing
+    ``unpushed`` to spare it) answered so is not held against the peer."""
+    if not results or any(not (_refused(r) or r.status == "duplicate") for r in results):
+        return None
+    count = len(results)
+    held = sum(1 for r in results if r.status == "duplicate")
+    if held and not unpushed:
+        return None
+    if not held:
+        return f"rejected all {count} ops of a push"
+    if held == count:
+        return f"already held all {count} ops of a push it said it lacked"
+    return f"took none of {count} ops of a push ({held} held already, {count - held} rejected)"
 
 
 def _refused(result: SubmitResult) -> bool:

@@ -3,7 +3,8 @@ a peer that claims to lack everything names our whole store, which a run
 would otherwise hold and push at once. Past the bound the run stops
 collecting, pushes what it found (read from the store a thousand at a
 time) and says it was cut short; pushing stops at the first batch the peer
-rejects whole; an honest difference larger than the bound converges over
+takes none of (rejects whole, or answers as held already though it said it
+lacked it); an honest difference larger than the bound converges over
 successive runs."""
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ class Taker:
         return [{"cid": "-", "status": self.status, **extra} for _ in tokens]
 
 
+class Mixed(Taker):
+    """Answers half of each push ``duplicate``, half ``rejected`` for good."""
+
+    def __init__(self) -> None:
+        super().__init__("duplicate")
+
+    def __call__(self, tokens: list[str]) -> list[dict[str, object]]:
+        results = super().__call__(tokens)
+        refused = {"status": "rejected", "reason": "bad-signature", "error": "no"}
+        return [r if i % 2 else {"cid": "-", **refused} for i, r in enumerate(results)]
+
+
 async def _claim(_: bytes) -> bytes:
     return lacks_everything()
 
@@ -70,6 +83,35 @@ async def test_pushing_stops_at_the_first_batch_the_peer_rejects_whole(relay: Re
     assert not report.cut_short and not report.accepted
     left = report.have - 100
     assert report.error == f"peer rejected all 100 ops of a push ({left} more not pushed)"
+
+
+async def test_pushing_stops_at_the_first_batch_the_peer_held_already(relay: Relay) -> None:
+    taker = Taker("duplicate")  # it said it lacked them: its word was false
+    async with hostile(_claim, submit=taker) as url:
+        report = await relay.reconcile(url, "push")
+    assert taker.posts == 1 and report.pushed == 100  # without: every op, in 13 posts
+    assert not report.cut_short and not report.accepted
+    left = report.have - 100
+    assert report.error == (
+        f"peer already held all 100 ops of a push it said it lacked ({left} more not pushed)"
+    )
+
+
+async def test_a_last_push_the_peer_held_already_is_not_held_against_it() -> None:
+    relay = create_relay(MemoryStore())  # a small difference: gossip can bring it meanwhile
+    taker = Taker("duplicate")
+    async with relay.running(), hostile(_claim, submit=taker) as url:
+        await relay.ingest(mixed_workload(40, seed=78, now_ms=PAST_MS))
+        report = await relay.reconcile(url, "push")
+    assert report.ok and taker.posts == 1 and report.pushed == report.have < 100
+
+
+async def test_pushing_stops_at_a_batch_the_peer_took_none_of(relay: Relay) -> None:
+    mixed = Mixed()  # duplicates and refusals, nothing taken or parked
+    async with hostile(_claim, submit=mixed) as url:
+        report = await relay.reconcile(url, "push")
+    assert mixed.posts == 1 and report.pushed == 100  # without: every op, in 13 posts
+    assert report.error is not None and report.error.startswith("peer took none of 100 ops")
 
 
 async def test_ops_the_peer_parks_for_a_dependency_are_not_a_refusal(relay: Relay) -> None:
