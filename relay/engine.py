@@ -31,6 +31,7 @@ from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
+from relay.reconcile.parked import ParkedAtPeers
 from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity
@@ -111,6 +112,7 @@ class Relay:
         self.sync_index = FingerprintIndex(store)
         self.ingestor.add_listener(self.sync_index.on_sequenced)
         self.scoped_items = ScopedItems(store)  # scoped reconciliation's item sets
+        self.parked_at_peers = ParkedAtPeers()  # pushed ops each peer parked: not pushed again
         self.scope_checkpoints = ClosureCheckpoints()  # where scoped /log pages ended
         self._sync_client: HttpSyncClient | None = None
         self.started = False
@@ -286,6 +288,7 @@ class Relay:
             direction=direction, window=window, bounds=bounds, scope=scope,
             skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
             push_headers=(lambda: peering.push_headers(peer)) if peering else None,
+            parked=self.parked_at_peers,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

@@ -9,7 +9,9 @@
    ingested through the normal pipeline: every op is verified, the peer
    is trusted with nothing.
 3. Push: ``have`` is read from our store a thousand at a time and posted
-   in transfer order, a hundred a request.
+   in transfer order, a hundred a request, less the ops the peer parked
+   when an earlier run pushed them (``ParkedAtPeers``): it wakes them itself
+   when their dependency lands, and its item set names them until then.
 
 Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
 time, ids to fetch and ids to push per run; a reply over our frame limit,
@@ -55,6 +57,7 @@ from stores.base import OperationRecord, PendingOp, StoreError
 
 from .index import FingerprintIndex
 from .pacing import run_paced
+from .parked import ParkedAtPeers
 from .scoped import ScopedItems, ScopedItemsStore
 from .server import Window
 
@@ -110,6 +113,8 @@ class ReconcileReport:
     buffered: int = 0  # theirs, not fetched: they wait in our pending buffer already
     pushed: int = 0
     accepted: int = 0  # of those, answered "new" by the peer (its word)
+    parked: int = 0  # of those, answered as waiting for a dependency (its word)
+    held_back: int = 0  # not pushed: the peer parked them in an earlier run
     seconds: float = 0.0
     error: str | None = None
     # the run stopped at a bound on its size (rounds, ids to fetch or push)
@@ -143,6 +148,8 @@ class ReconcileReport:
             "buffered": self.buffered,
             "pushed": self.pushed,
             "accepted": self.accepted,
+            "parked": self.parked,
+            "heldBack": self.held_back,
             "seconds": round(self.seconds, 3),
             "error": self.error,
             "cutShort": self.cut_short,
@@ -176,13 +183,15 @@ async def reconcile(
     scope: Scope | None = None,
     skip_push: Callable[[str], bool] | None = None,
     push_headers: Callable[[], Mapping[str, str]] | None = None,
+    parked: ParkedAtPeers | None = None,
 ) -> ReconcileReport:
     """One run against ``peer_url``; failures are in ``report.error``.
 
     With ``scope``, both sides reconcile that scope's effective items only.
     ``skip_push(cid)`` true: not pushed (the peer sent it to us: echo
     suppression); ``push_headers()`` go on every push (the sender header and
-    its proof, asked for per push: a long run outlives a proof)."""
+    its proof, asked for per push: a long run outlives a proof); ``parked``
+    remembers what the peer parked, and holds it back from later runs."""
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
@@ -200,7 +209,8 @@ async def reconcile(
                 if direction in ("pull", "both") and need:
                     await _pull(host, client, report, need)
                 if direction in ("push", "both") and have:
-                    await _push(host, client, report, have, skip_push, push_headers)
+                    skip = _Skip(report, skip_push, parked)
+                    await _push(host, client, report, have, skip, push_headers)
             except ReconcileAborted as exc:  # both said: the run was partial too
                 raise ReconcileAborted(f"{exc}; {ran_out}" if ran_out else str(exc)) from exc
             if ran_out is not None:
@@ -402,7 +412,7 @@ async def _push(
     client: HttpSyncClient,
     report: ReconcileReport,
     have: bytes,
-    skip: Callable[[str], bool] | None,
+    skip: _Skip,
     headers: Callable[[], Mapping[str, str]] | None,
 ) -> None:
     """``have`` pushed, read a thousand ops at a time (each thousand in
@@ -414,21 +424,55 @@ async def _push(
         ids = have[at : at + chunk]
         cids = [cid_from_id(ids[i : i + ID_SIZE]) for i in range(0, len(ids), ID_SIZE)]
         later = (len(have) - at - len(ids)) // ID_SIZE
-        if skip is not None:
-            cids = [cid for cid in cids if not skip(cid)]
+        cids = skip.unskipped(cids)
         ops = transfer_order((await host.store.read_operations(cids)).values()) if cids else []
         for part in range(0, len(ops), PUSH_BATCH):
-            batch = [op.jws_token for op in ops[part : part + PUSH_BATCH]]
+            sent = ops[part : part + PUSH_BATCH]
+            batch = [op.jws_token for op in sent]
             results = await client.submit_operations(
                 report.peer, batch, headers() if headers else None
             )
             report.pushed += len(batch)
             report.accepted += sum(1 for r in results if r.status == "new")
+            skip.answered([op.cid for op in sent], results)
             unpushed = len(ops) - part - len(batch) + later
             took_none = _took_none(results, unpushed)
             if took_none is not None:  # the rest would fare no better
                 more = f" ({unpushed} more not pushed)" if unpushed else ""
                 raise ReconcileAborted(f"peer {took_none}{more}")
+
+
+class _Skip:
+    """What a run does not push: what the peer sent us (echo suppression)
+    and what it parked when pushed before; and what it parks now, kept."""
+
+    def __init__(
+        self,
+        report: ReconcileReport,
+        echo: Callable[[str], bool] | None,
+        parked: ParkedAtPeers | None,
+    ) -> None:
+        self._report, self._echo, self._parked = report, echo, parked
+
+    def unskipped(self, cids: list[str]) -> list[str]:
+        echo, parked, peer = self._echo, self._parked, self._report.peer
+        if echo is not None:
+            cids = [cid for cid in cids if not echo(cid)]
+        if parked is not None:
+            kept = [cid for cid in cids if not parked.parked(peer, cid)]
+            self._report.held_back += len(cids) - len(kept)
+            cids = kept
+        return cids
+
+    def answered(self, cids: list[str], results: Sequence[SubmitResult]) -> None:
+        """``results[i]`` answers ``cids[i]`` (one result per op, the client checks)."""
+        waits = [cid for cid, r in zip(cids, results, strict=True) if _parks(r)]
+        self._report.parked += len(waits)
+        if self._parked is None:
+            return
+        self._parked.remember(self._report.peer, waits)
+        taken = (cid for cid, r in zip(cids, results, strict=True) if r.status != "rejected")
+        self._parked.forget(self._report.peer, taken)
 
 
 _WAITS = frozenset(reason.value for reason in RejectReason if reason.is_dependency)
@@ -452,6 +496,11 @@ def _took_none(results: Sequence[SubmitResult], unpushed: int) -> str | None:
     if held == count:
         return f"already held all {count} ops of a push it said it lacked"
     return f"took none of {count} ops of a push ({held} held already, {count - held} rejected)"
+
+
+def _parks(result: SubmitResult) -> bool:
+    """Rejected for a missing dependency: the peer keeps it waiting for that."""
+    return result.status == "rejected" and result.reason in _WAITS
 
 
 def _refused(result: SubmitResult) -> bool:
