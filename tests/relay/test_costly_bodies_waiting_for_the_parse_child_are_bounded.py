@@ -17,7 +17,7 @@ import os
 import signal
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 import httpx
 import pytest
@@ -37,14 +37,21 @@ HOSTILE = b'{"operations":[' + b"{}," * ((DEFAULT_MAX_BODY_BYTES - 20) // 3) + b
 MIB = 1024 * 1024
 
 
-@pytest.fixture
-async def served() -> AsyncIterator[tuple[Relay, httpx.AsyncClient]]:
-    relay = create_relay(MemoryStore(), config=RelayConfig(parse_queue=BOUND))
+@asynccontextmanager
+async def served_with(parse_queue: int) -> AsyncIterator[tuple[Relay, httpx.AsyncClient]]:
+    """A relay with that ``parse_queue`` under hypercorn on loopback, and a client."""
+    relay = create_relay(MemoryStore(), config=RelayConfig(parse_queue=parse_queue))
     async with (
         serve_on_loopback(relay.app) as url,
         httpx.AsyncClient(base_url=url, timeout=60) as client,
     ):
         yield relay, client
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[Relay, httpx.AsyncClient]]:
+    async with served_with(BOUND) as both:
+        yield both
 
 
 @contextmanager

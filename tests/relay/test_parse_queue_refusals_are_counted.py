@@ -11,20 +11,19 @@ with SIGSTOP so that the admitted body waits while one more arrives.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from relay import Relay, RelayConfig, create_relay
-from relay.testing.server import serve_on_loopback
-from stores.memory import MemoryStore
+from relay import Relay
 from tests.content.conftest import start_world
 
-from .test_costly_bodies_waiting_for_the_parse_child_are_bounded import HOSTILE
+from .test_costly_bodies_waiting_for_the_parse_child_are_bounded import (
+    HOSTILE,
+    served_with,
+    stopped,
+)
 
 BOUND = 1
 COSTLY_DOCUMENT = b"[" + b"0," * 64 * 1024 + b"0]"  # many values: checked in the child
@@ -33,23 +32,8 @@ NAME = "dfos_relay_parse_queue_refused_total"
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[Relay, httpx.AsyncClient]]:
-    relay = create_relay(MemoryStore(), config=RelayConfig(parse_queue=BOUND))
-    async with (
-        serve_on_loopback(relay.app) as url,
-        httpx.AsyncClient(base_url=url, timeout=60) as client,
-    ):
-        yield relay, client
-
-
-@contextmanager
-def child_stopped(relay: Relay) -> Iterator[None]:
-    child = relay.parse_pool._child
-    assert child is not None and child.returncode is None
-    os.kill(child.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(child.pid, signal.SIGCONT)
+    async with served_with(BOUND) as both:
+        yield both
 
 
 async def refused(client: httpx.AsyncClient) -> dict[str, float]:
@@ -69,7 +53,7 @@ async def test_a_refused_operations_body_is_counted(
     relay, client = served
     assert await refused(client) == {'{body="documents"}': 0, '{body="operations"}': 0}
     assert (await client.post("/operations", content=HOSTILE)).status_code == 400  # child up
-    with child_stopped(relay):
+    with stopped(relay):
         waiting = asyncio.create_task(client.post("/operations", content=HOSTILE))
         while relay.parse_pool.waiting.count < BOUND:
             await asyncio.sleep(0.01)
@@ -86,7 +70,7 @@ async def test_a_refused_document_upload_is_counted(
     relay, client = served
     w = await start_world(relay, client)
     assert (await w.upload(w.alice, w.genesis, COSTLY_DOCUMENT)).status_code == 400  # child up
-    with child_stopped(relay):
+    with stopped(relay):
         waiting = asyncio.create_task(w.upload(w.alice, w.genesis, COSTLY_DOCUMENT))
         while relay.documents_waiting.count < BOUND:
             await asyncio.sleep(0.01)
