@@ -651,11 +651,15 @@ class FeedStore(Protocol):
         ...
 
     async def watch_commits(
-        self, on_head: Callable[[int], None]
+        self, on_head: Callable[[int], None], on_listening: Callable[[bool], None]
     ) -> Callable[[], Awaitable[None]] | None:
         """Call ``on_head(head_seq)`` on every commit by any process sharing
         this store, if the backend can push that (Postgres LISTEN/NOTIFY);
-        returns the coroutine that stops watching, or None when it cannot."""
+        returns the coroutine that stops watching, or None when it cannot.
+        A push that is lost (its connection died) calls ``on_listening(False)``
+        (commits by others are then heard of only by polling) and is restored
+        by the store, which then calls ``on_head`` with the head as of then
+        (covering the commits made meanwhile) and ``on_listening(True)``."""
         ...
 
     def watch_epoch(self, on_doubt: Callable[[], None]) -> None:

@@ -344,7 +344,7 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
         return self._epoch
 
     async def watch_commits(
-        self, on_head: Callable[[int], None]
+        self, on_head: Callable[[int], None], on_listening: Callable[[bool], None]
     ) -> Callable[[], Awaitable[None]] | None:
         return None  # one process: the ingestor's listener wakes the feed
 

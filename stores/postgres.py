@@ -29,6 +29,11 @@ checks whether the server restarted since (``stores.postgres_server_start``),
 and a new feed epoch is started if so; this process's feed is told
 (``watch_epoch``) before the connection is used.
 
+Pushed commits. A session that assigned positions NOTIFYs the new head on
+the log's channel with its COMMIT; ``watch_commits`` LISTENs on a
+connection of its own, kept (reconnected when lost) by
+``stores.postgres_listen``.
+
 Every batch is one transaction. The schema is created or migrated on
 ``open()`` under a second advisory lock (concurrent starts are safe); a
 newer schema version or an unreachable server is a ``StoreError`` naming it.
@@ -46,10 +51,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from relay.protocol.untrusted import ascii_decimal
 from stores.base import StoreError
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.postgres_lease import AdvisoryLease
+from stores.postgres_listen import APPLICATION_NAME, CommitListener
 from stores.postgres_server_start import check_server_start
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
@@ -168,13 +173,13 @@ class PostgresStore(SqlStore):
         self._migrated = False  # new connections check the server start once it is
         self._server_start: datetime | None = None  # as this process last saw it
         self._epoch_watchers: list[Callable[[], None]] = []
+        self._listeners: set[CommitListener] = set()  # watch_commits not yet stopped
 
     # lifecycle -------------------------------------------------------------
     async def open(self) -> None:
         if self._pool is not None:
             return
-        settings = {"search_path": quoted_schema(self.schema)} if self.schema else {}
-        settings.update(session_defaults(self.dsn))
+        settings = self._server_settings()
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,
@@ -195,6 +200,11 @@ class PostgresStore(SqlStore):
         except BaseException:
             await self.close()
             raise
+
+    def _server_settings(self) -> dict[str, str]:
+        settings = {"search_path": quoted_schema(self.schema)} if self.schema else {}
+        settings.update(session_defaults(self.dsn))
+        return settings
 
     async def _migrate(self) -> None:
         async with self._pool.acquire() as raw, raw.transaction():
@@ -239,30 +249,42 @@ class PostgresStore(SqlStore):
         return f"dfos_relay_log_{suffix}"
 
     async def watch_commits(
-        self, on_head: Callable[[int], None]
+        self, on_head: Callable[[int], None], on_listening: Callable[[bool], None]
     ) -> Callable[[], Awaitable[None]] | None:
-        try:
-            conn = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
-
-        def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            if (head := ascii_decimal(payload)) is not None:
-                on_head(head)
-
-        await conn.add_listener(self._channel, heard)
+        listener = CommitListener(
+            self._listen_connection,
+            self._channel,
+            self._q.max_pos,
+            on_head,
+            on_listening,
+            _where(self.dsn),
+        )
+        await listener.start()
+        self._listeners.add(listener)
 
         async def stop() -> None:
-            with contextlib.suppress(Exception):
-                await conn.close(timeout=2)
+            self._listeners.discard(listener)
+            await listener.stop()
 
         return stop
+
+    async def _listen_connection(self) -> Any:
+        """A connection outside the pool (it LISTENs, and reads the head
+        when it LISTENs again: not through the pool, whose connections the
+        same network blip may have left hanging)."""
+        settings = self._server_settings()
+        if "application_name" not in url_settings(self.dsn):
+            settings["application_name"] = APPLICATION_NAME
+        return await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S, server_settings=settings)
 
     async def lease(self, name: str) -> Lease:
         return self._leases.keep(AdvisoryLease(self.dsn, self.schema, check_lease_name(name)))
 
     async def close(self) -> None:
         await self._leases.release_all()
+        listeners, self._listeners = self._listeners, set()
+        for listener in listeners:
+            await listener.stop()
         self._migrated = False
         pool, self._pool = self._pool, None
         if pool is not None:

@@ -5,7 +5,9 @@ queued per subscriber, so a slow one only lags. Commits in this process
 notify at once (the ingestor's listener); commits by other processes that
 share the store (hypercorn workers, other hosts) are pushed by the store
 where it can (Postgres LISTEN/NOTIFY), and otherwise seen by a cheap
-head-seq poll that runs only while someone is subscribed (SQLite). The
+head-seq poll that runs only while someone is subscribed (SQLite). With a
+push the poll is only a slower safety net; while the store has lost its
+push (until it restores it) the poll runs at its base interval again. The
 same task ticks the heartbeat: every ``heartbeat_s`` it wakes the waiters
 without a new version, and they send a keep-alive. No timer per waiter.
 
@@ -60,7 +62,9 @@ class FeedHub:
     ) -> None:
         self._head_seq = head_seq
         self._subscribed = subscribed  # any subscription open (the feed counts them)
+        self._base_poll_s = poll_interval_s
         self._poll_interval_s = poll_interval_s
+        self._poll_now = asyncio.Event()  # the interval dropped: poll at once
         self._heartbeat_s = heartbeat_s
         self._last_wake = float("-inf")
         self._pending: asyncio.TimerHandle | None = None
@@ -182,6 +186,7 @@ class FeedHub:
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
         beat = loop.time() + self._heartbeat_s
+        self._poll_now.clear()  # this first round polls now anyway
         try:
             while self._waiters > 0:
                 try:
@@ -191,19 +196,31 @@ class FeedHub:
                 if loop.time() >= beat:
                     beat = loop.time() + self._heartbeat_s
                     self._release()
-                await asyncio.sleep(min(self._poll_interval_s, self._heartbeat_s))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(self._poll_interval_s, self._heartbeat_s)):
+                        await self._poll_now.wait()
+                self._poll_now.clear()
         finally:
             self._poller = None
 
     async def watch(self, store: FeedStore) -> None:
         """Take commits pushed by the store (Postgres LISTEN/NOTIFY), if it can."""
         try:
-            self._unwatch = await store.watch_commits(self.notify)
+            self._unwatch = await store.watch_commits(self.notify, self._pushed)
         except Exception as exc:  # the head-seq poll still covers other processes
             log.warning("cannot watch commits, polling instead: %s", exc)
             self._unwatch = None
         if self._unwatch is not None:
-            self._poll_interval_s = max(self._poll_interval_s, PUSHED_POLL_INTERVAL_S)
+            self._pushed(True)
+
+    def _pushed(self, listening: bool) -> None:
+        """The store pushes commits (again), or has lost its push: poll only
+        as a safety net, or at the base interval, from now on."""
+        if listening:
+            self._poll_interval_s = max(self._base_poll_s, PUSHED_POLL_INTERVAL_S)
+        else:
+            self._poll_interval_s = self._base_poll_s
+            self._poll_now.set()  # not after the rest of a long sleep
 
     async def close(self) -> None:
         """Stop watching and polling, and wake every waiter (the relay stops)."""

@@ -199,7 +199,7 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
         return str(row[0])
 
     async def watch_commits(
-        self, on_head: Callable[[int], None]
+        self, on_head: Callable[[int], None], on_listening: Callable[[bool], None]
     ) -> Callable[[], Awaitable[None]] | None:
         return None  # a backend that can push commits overrides this
 

@@ -103,7 +103,8 @@ async def test_commits_by_another_handle_are_pushed_where_the_backend_can(
     opened: RelayStore,
 ) -> None:
     heard: list[int] = []
-    stop = await opened.watch_commits(heard.append)
+    listening: list[bool] = []
+    stop = await opened.watch_commits(heard.append, listening.append)
     if not is_durable(opened) or type(opened).__name__ == "SqliteStore":
         assert stop is None  # memory: one process; SQLite: the feed polls the head seq
         return
@@ -117,6 +118,7 @@ async def test_commits_by_another_handle_are_pushed_where_the_backend_can(
                 break
             await asyncio.sleep(0.02)
         assert heard == [2]
+        assert listening == []  # the hub takes a returned stop as listening; no loss since
     finally:
         await other.close()
         await stop()

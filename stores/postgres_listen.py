@@ -1,0 +1,177 @@
+"""The Postgres store's push of commits (``FeedStore.watch_commits``): one
+connection of its own (outside the pool) that LISTENs on the log's NOTIFY
+channel, and is kept.
+
+A LISTEN lives and dies with its connection, and a dead one is silent: no
+NOTIFY comes any more, and other processes' commits reach this one only
+through the feed's slower head-seq poll. So the connection is watched: its
+loss is heard at once when the socket closes (a server restart,
+``pg_terminate_backend``), and found by a ``SELECT 1`` every
+``CHECK_INTERVAL_S`` when it does not (a network blip).
+
+On a loss: ``on_listening(False)`` (the feed polls at its base interval),
+one warning, then reconnects with a doubling backoff, from
+``BACKOFF_FIRST_S`` up to ``BACKOFF_MAX_S`` (never a tight loop against a
+down server, nor against one that drops each new connection: the backoff
+starts over only after a connection that lasted). Once it LISTENs again:
+``on_head`` with the head as of then, read on the new connection after the
+LISTEN (so a commit made during the gap is told by the one or the other;
+and not through the pool, whose connections a network blip may have left
+hanging), then ``on_listening(True)`` and one info. Retries log at debug
+only. ``stop()`` cancels the loop wherever it is (a backoff, a connect, a
+read) and closes the connection.
+
+Not checked: whether the server restarted (``stores.postgres_server_start``):
+that head only wakes subscribers, whose reads go through the pool, and a new
+pool connection checks before it is used. The first connection is made by
+``start()``: when it fails, ``StoreError`` and no loop (the feed polls at
+its base interval, as before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+
+from relay.protocol.untrusted import ascii_decimal
+from stores.base import StoreError
+
+log = logging.getLogger("dfos_relay.store")
+
+APPLICATION_NAME = "dfos-relay-listen"  # in pg_stat_activity, unless the URL names one
+CHECK_INTERVAL_S = 5.0  # a connection that died without closing its socket is found this often
+CHECK_TIMEOUT_S = 2.0
+BACKOFF_FIRST_S = 0.1  # the first reconnect waits this long, the next ones twice the last...
+BACKOFF_MAX_S = 5.0  # ...up to this
+READ_TIMEOUT_S = 5.0  # the head read after a reconnect
+STOP_TIMEOUT_S = 2.0
+# what the first connect may raise (InternalClientError: a session the server ended)
+_ERRORS = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+)
+
+
+def backoff_s(failures: int) -> float:
+    """How long to wait before the reconnect that follows ``failures``
+    failed ones (0: the first after a loss)."""
+    return min(BACKOFF_FIRST_S * 2 ** min(failures, 16), BACKOFF_MAX_S)
+
+
+class CommitListener:
+    """One kept LISTEN on ``channel``: heads heard go to ``on_head``."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Awaitable[Any]],
+        channel: str,
+        head_sql: str,
+        on_head: Callable[[int], None],
+        on_listening: Callable[[bool], None],
+        where: str,
+    ) -> None:
+        self._connect = connect
+        self._channel = channel
+        self._head_sql = head_sql  # one row, one column: the log's head seq
+        self._on_head = on_head
+        self._on_listening = on_listening
+        self._where = where
+        self._conn: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._failures = 0  # reconnects since one that lasted: the next backoff
+
+    async def start(self) -> None:
+        """LISTEN, and keep it; ``StoreError`` when the server cannot be reached."""
+        try:
+            self._conn = await self._listen()
+        except _ERRORS as exc:
+            raise StoreError(f"cannot LISTEN on Postgres at {self._where}: {exc}") from exc
+        self._task = asyncio.get_running_loop().create_task(self._keep())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=STOP_TIMEOUT_S)  # terminates it past that
+
+    async def _listen(self) -> Any:
+        conn = await self._connect()
+        try:
+            await conn.add_listener(self._channel, self._heard)
+        except BaseException:
+            conn.terminate()
+            raise
+        return conn
+
+    def _heard(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        if (head := ascii_decimal(payload)) is not None:
+            self._on_head(head)
+
+    async def _keep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            since = loop.time()
+            await self._until_lost(self._conn)
+            self._conn.terminate()
+            self._conn = None
+            self._on_listening(False)
+            log.warning(
+                "lost the LISTEN connection to Postgres at %s; polling the head "
+                "seq until it is back",
+                self._where,
+            )
+            if loop.time() - since >= BACKOFF_MAX_S:
+                self._failures = 0  # it lasted: a new loss, not a server that drops each one
+            self._conn = await self._reconnect()
+            self._on_listening(True)
+            log.info("LISTENing again on Postgres at %s", self._where)
+
+    async def _until_lost(self, conn: Any) -> None:
+        lost = asyncio.Event()
+        conn.add_termination_listener(lambda _conn: lost.set())
+        while not conn.is_closed():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CHECK_INTERVAL_S):
+                    await lost.wait()
+                return  # the socket closed
+            try:
+                await conn.execute("SELECT 1", timeout=CHECK_TIMEOUT_S)
+            except Exception as exc:  # whatever it is, the push cannot be trusted
+                log.debug("the LISTEN connection's check failed: %s", exc)
+                return
+
+    async def _reconnect(self) -> Any:
+        """A connection that LISTENs again, once the head as of then is told."""
+        while True:
+            await asyncio.sleep(backoff_s(self._failures))
+            self._failures += 1
+            try:
+                conn = await self._listen()
+            except Exception as exc:  # the loop must outlive any failure
+                log.debug("LISTEN reconnect to %s failed: %s", self._where, exc)
+                continue
+            try:
+                # after the LISTEN: no commit falls between the two
+                head = int(await conn.fetchval(self._head_sql, timeout=READ_TIMEOUT_S))
+            except Exception as exc:
+                log.debug("head read after a LISTEN reconnect failed: %s", exc)
+                conn.terminate()
+                continue
+            except BaseException:  # stopped
+                conn.terminate()
+                raise
+            self._on_head(head)
+            return conn
