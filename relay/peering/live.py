@@ -203,7 +203,9 @@ class LiveFollow:
 
         options = FollowOptions(
             live=True,
-            max_retries=0,  # reconnects are ours: re-read the saved token each time
+            # a failed connection ends follow(), and _run reconnects from the saved
+            # token; a stream the peer ended follow() opens again itself (on_connect)
+            max_retries=0,
             backoff_base_s=self._config.backoff_base_s,
             backoff_max_s=self._config.backoff_max_s,
             scope=() if self._config.scope is None else self._config.scope.members,
