@@ -29,9 +29,9 @@ from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
+from relay.reconcile.answers import ParkedAtPeers
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
-from relay.reconcile.parked import ParkedAtPeers
 from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, Window
 from relay.relay_identity import new_relay_identity

@@ -55,9 +55,9 @@ from relay.rules.transfer_order import transfer_order
 from relay.scope import Scope
 from stores.base import OperationRecord, PendingOp, StoreError
 
+from .answers import ParkedAtPeers
 from .index import FingerprintIndex
 from .pacing import run_paced
-from .parked import ParkedAtPeers
 from .scoped import ScopedItems, ScopedItemsStore
 from .server import Window
 

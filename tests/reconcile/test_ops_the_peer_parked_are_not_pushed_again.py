@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from relay import Relay, create_relay
-from relay.reconcile.parked import ParkedAtPeers
+from relay.reconcile.answers import ParkedAtPeers
 from relay.reconcile.server import Window
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
