@@ -29,7 +29,7 @@ from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
-from relay.reconcile.answers import ParkedAtPeers
+from relay.reconcile.answers import ParkedAtPeers, TakenAtPeers
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
 from relay.reconcile.scoped import ScopedItems
@@ -113,6 +113,7 @@ class Relay:
         self.ingestor.add_listener(self.sync_index.on_sequenced)
         self.scoped_items = ScopedItems(store)  # scoped reconciliation's item sets
         self.parked_at_peers = ParkedAtPeers()  # pushed ops each peer parked: not pushed again
+        self.taken_by_peers = TakenAtPeers()  # pushed ops each peer answered "new" to
         self.scope_checkpoints = ClosureCheckpoints()  # where scoped /log pages ended
         self._sync_client: HttpSyncClient | None = None
         self.started = False
@@ -288,7 +289,7 @@ class Relay:
             direction=direction, window=window, bounds=bounds, scope=scope,
             skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
             push_headers=(lambda: peering.push_headers(peer)) if peering else None,
-            parked=self.parked_at_peers,
+            parked=self.parked_at_peers, taken=self.taken_by_peers,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report

@@ -15,8 +15,10 @@ backs the peer off under the shared per-peer ``Backoff``. A run cut short
 by a bound on its size that moved ops is not a failure: the next run (over
 the same window) follows at once, up to ``reconcile_follow_ons`` in a row,
 so a difference larger than one run converges at the pace of the runs, not
-of the backoff (the limit: what a peer took is its word, and a peer that
-says it took everything and still lacks it must not keep us pushing). Cut
+of the backoff. What a peer took is its word: a peer that says it took
+everything and still lacks it must not keep us pushing, so ops it named as
+lacking after answering ``new`` to them are not pushed again, are no
+progress, and when they are many fail the run (``relay.reconcile.answers``). Cut
 short without moving anything, it is a failure like any other. Either way
 the next scheduled run covers the same window: the rest of a full run cut
 short does not wait ``reconcile_full_every`` intervals for the next full one.

@@ -1,5 +1,5 @@
 """What each peer answered our reconcile pushes with, remembered per peer
-for a while and in bounded number (``CidsAtPeers``).
+for a while and in bounded number (``CidsAtPeers``), for two uses.
 
 **Parked** (``ParkedAtPeers``): ops it took and keeps in its pending
 buffer, waiting for a dependency (``rejected`` with a missing-* reason,
@@ -12,6 +12,28 @@ the op need not come again; it is held back while remembered. A peer
 answering ``new`` or ``duplicate`` for an id is forgotten for it. A peer
 that says it parks everything is pushed nothing for the TTL, which costs
 us nothing.
+
+**Taken** (``TakenAtPeers``): ops it answered ``new``. An honest peer's
+item set is its log, so an op it took is in its set by the next run and no
+run names it as lacking again; one that does is a peer whose word is false
+(it claims to lack what it claimed to take, to keep us pushing: each run
+that "moved ops" is followed at once by another). Such ids are not pushed
+again while remembered and are no progress; when they are many
+(``TakenAtPeers.lying``: at least ``LIAR_MIN_IDS``, one push, and at least
+half of the ids the rounds named as lacking), the run fails, so it is
+logged and backed off and the out-link is not marked caught up.
+
+The honest cases, and what they cost: a peer that lost ops it took from us
+(purged by its admin, or restarted on a memory store) honestly lacks them
+again. Those taken within the TTL are not pushed to it by us until the TTL
+passes (gossip and its other peers are not affected); a few are no
+failure, but a peer that lost most of what we pushed in the last hour
+fails its runs, backed off, until the entries expire, then is pushed them
+again. A shorter TTL would spare such a peer sooner and let a liar take
+our store again sooner; an hour bounds a liar to about ``TAKEN_PER_PEER``
+ops an hour (it had ~1.1M every 300 s). Not covered: a liar that names
+more ids over time than ``TAKEN_PER_PEER`` holds (it rotates through a
+larger store) gets them again once forgotten, oldest first.
 
 Memory is bounded: a TTL per id (then it is pushed again once: the peer's
 buffer or store may have lost it) and a number of ids per peer (the oldest
@@ -26,6 +48,9 @@ from collections.abc import Callable, Iterable
 
 PARKED_TTL_S = 3600.0  # over the periodic run interval (300 s) many times
 PARKED_PER_PEER = 50_000  # ids (CID strings: some 10 MB at most per peer)
+TAKEN_TTL_S = 3600.0  # an honest peer's set holds what it took by the next run
+TAKEN_PER_PEER = 100_000  # one run's pushes at most (ReconcileBounds.max_have): ~20 MB
+LIAR_MIN_IDS = 100  # one push: fewer are a purge or a race, not worth a failure
 
 Clock = Callable[[], float]
 
@@ -87,3 +112,23 @@ class ParkedAtPeers(CidsAtPeers):
 
     parked = CidsAtPeers.holds
 
+
+class TakenAtPeers(CidsAtPeers):
+    """The CIDs each peer answered ``new`` when pushed: named as lacking
+    again, they are its word proved false (see the module docstring)."""
+
+    def __init__(
+        self,
+        ttl_s: float = TAKEN_TTL_S,
+        per_peer: int = TAKEN_PER_PEER,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        super().__init__(ttl_s, per_peer, clock)
+
+    taken = CidsAtPeers.holds
+
+    @staticmethod
+    def lying(taken_before: int, named: int) -> bool:
+        """A run's rounds named ``named`` ids as lacking, ``taken_before`` of
+        them ones the peer said it took: enough of them to fail the run."""
+        return taken_before >= LIAR_MIN_IDS and 2 * taken_before >= named

@@ -11,7 +11,10 @@
 3. Push: ``have`` is read from our store a thousand at a time and posted
    in transfer order, a hundred a request, less the ops the peer parked
    when an earlier run pushed them (``ParkedAtPeers``): it wakes them itself
-   when their dependency lands, and its item set names them until then.
+   when their dependency lands, and its item set names them until then;
+   and less the ops it answered ``new`` to recently (``TakenAtPeers``): an
+   honest peer's set holds them by the next run, so naming them as lacking
+   again is its word proved false, and when they are many the run fails.
 
 Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
 time, ids to fetch and ids to push per run; a reply over our frame limit,
@@ -55,7 +58,7 @@ from relay.rules.transfer_order import transfer_order
 from relay.scope import Scope
 from stores.base import OperationRecord, PendingOp, StoreError
 
-from .answers import ParkedAtPeers
+from .answers import ParkedAtPeers, TakenAtPeers
 from .index import FingerprintIndex
 from .pacing import run_paced
 from .scoped import ScopedItems, ScopedItemsStore
@@ -115,6 +118,9 @@ class ReconcileReport:
     accepted: int = 0  # of those, answered "new" by the peer (its word)
     parked: int = 0  # of those, answered as waiting for a dependency (its word)
     held_back: int = 0  # not pushed: the peer parked them in an earlier run
+    # not pushed: named as lacking, though the peer answered "new" for them
+    # in an earlier run (recently): its word was false, they are no progress
+    taken_before: int = 0
     seconds: float = 0.0
     error: str | None = None
     # the run stopped at a bound on its size (rounds, ids to fetch or push)
@@ -150,6 +156,7 @@ class ReconcileReport:
             "accepted": self.accepted,
             "parked": self.parked,
             "heldBack": self.held_back,
+            "takenBefore": self.taken_before,
             "seconds": round(self.seconds, 3),
             "error": self.error,
             "cutShort": self.cut_short,
@@ -184,6 +191,7 @@ async def reconcile(
     skip_push: Callable[[str], bool] | None = None,
     push_headers: Callable[[], Mapping[str, str]] | None = None,
     parked: ParkedAtPeers | None = None,
+    taken: TakenAtPeers | None = None,
 ) -> ReconcileReport:
     """One run against ``peer_url``; failures are in ``report.error``.
 
@@ -191,7 +199,9 @@ async def reconcile(
     ``skip_push(cid)`` true: not pushed (the peer sent it to us: echo
     suppression); ``push_headers()`` go on every push (the sender header and
     its proof, asked for per push: a long run outlives a proof); ``parked``
-    remembers what the peer parked, and holds it back from later runs."""
+    remembers what the peer parked, and holds it back from later runs;
+    ``taken`` what it answered ``new`` to: named as lacking by a later run, it
+    is not pushed, and the run fails when such ids are many."""
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
@@ -209,8 +219,9 @@ async def reconcile(
                 if direction in ("pull", "both") and need:
                     await _pull(host, client, report, need)
                 if direction in ("push", "both") and have:
-                    skip = _Skip(report, skip_push, parked)
+                    skip = _Skip(report, skip_push, parked, taken)
                     await _push(host, client, report, have, skip, push_headers)
+                    skip.judge()
             except ReconcileAborted as exc:  # both said: the run was partial too
                 raise ReconcileAborted(f"{exc}; {ran_out}" if ran_out else str(exc)) from exc
             if ran_out is not None:
@@ -443,31 +454,50 @@ async def _push(
 
 
 class _Skip:
-    """What a run does not push: what the peer sent us (echo suppression)
-    and what it parked when pushed before; and what it parks now, kept."""
+    """What a run does not push: what the peer sent us (echo suppression),
+    what it parked when pushed before and what it said it took before; and
+    what it parks or takes now, kept."""
 
     def __init__(
         self,
         report: ReconcileReport,
         echo: Callable[[str], bool] | None,
         parked: ParkedAtPeers | None,
+        taken: TakenAtPeers | None = None,
     ) -> None:
-        self._report, self._echo, self._parked = report, echo, parked
+        self._report, self._echo, self._parked, self._taken = report, echo, parked, taken
 
     def unskipped(self, cids: list[str]) -> list[str]:
-        echo, parked, peer = self._echo, self._parked, self._report.peer
+        echo, parked, taken, peer = self._echo, self._parked, self._taken, self._report.peer
         if echo is not None:
             cids = [cid for cid in cids if not echo(cid)]
+        if taken is not None:
+            kept = [cid for cid in cids if not taken.taken(peer, cid)]
+            self._report.taken_before += len(cids) - len(kept)
+            cids = kept
         if parked is not None:
             kept = [cid for cid in cids if not parked.parked(peer, cid)]
             self._report.held_back += len(cids) - len(kept)
             cids = kept
         return cids
 
+    def judge(self) -> None:
+        """The run fails when the peer named as lacking many ops it said it
+        took (``TakenAtPeers.lying``): what it says it took is no progress."""
+        report = self._report
+        if TakenAtPeers.lying(report.taken_before, report.have):
+            raise ReconcileAborted(
+                f"peer named as lacking {report.taken_before} of {report.have} ops"
+                " it answered as new to an earlier push (not pushed again)"
+            )
+
     def answered(self, cids: list[str], results: Sequence[SubmitResult]) -> None:
         """``results[i]`` answers ``cids[i]`` (one result per op, the client checks)."""
         waits = [cid for cid, r in zip(cids, results, strict=True) if _parks(r)]
         self._report.parked += len(waits)
+        if self._taken is not None:
+            new = (cid for cid, r in zip(cids, results, strict=True) if r.status == "new")
+            self._taken.remember(self._report.peer, new)
         if self._parked is None:
             return
         self._parked.remember(self._report.peer, waits)
