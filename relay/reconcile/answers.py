@@ -36,8 +36,11 @@ more ids over time than ``TAKEN_PER_PEER`` holds (it rotates through a
 larger store) gets them again once forgotten, oldest first.
 
 Memory is bounded: a TTL per id (then it is pushed again once: the peer's
-buffer or store may have lost it) and a number of ids per peer (the oldest
-forgotten first, and pushed again). What a peer says is its word only.
+buffer or store may have lost it), a number of ids per peer (the oldest
+forgotten first, and pushed again), and a number of ids over all peers
+(past it, the peer holding the most forgets its oldest), so a relay with a
+hundred peers does not hold a hundred peers' worth. What a peer says is its
+word only.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ PARKED_PER_PEER = 50_000  # ids (CID strings: some 10 MB at most per peer)
 TAKEN_TTL_S = 3600.0  # an honest peer's set holds what it took by the next run
 TAKEN_PER_PEER = 100_000  # one run's pushes at most (ReconcileBounds.max_have): ~20 MB
 LIAR_MIN_IDS = 100  # one push: fewer are a purge or a race, not worth a failure
+# over all peers, each memory: a few peers' worth (~200 bytes an id: ~80 MB)
+PARKED_IN_ALL = 4 * PARKED_PER_PEER
+TAKEN_IN_ALL = 4 * TAKEN_PER_PEER
 
 Clock = Callable[[], float]
 
@@ -58,11 +64,15 @@ Clock = Callable[[], float]
 class CidsAtPeers:
     """Per peer URL: CIDs, each with when it is forgotten."""
 
-    def __init__(self, ttl_s: float, per_peer: int, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, ttl_s: float, per_peer: int, in_all: int, clock: Clock = time.monotonic
+    ) -> None:
         self._ttl_s = ttl_s
         self._per_peer = per_peer
+        self._in_all = in_all
         self._clock = clock
         self._peers: dict[str, OrderedDict[str, float]] = {}
+        self._total = 0  # ids held over all peers
 
     def holds(self, peer: str, cid: str) -> bool:
         """``cid`` is remembered for ``peer`` (an expired entry is dropped)."""
@@ -72,31 +82,43 @@ class CidsAtPeers:
             return False
         if until <= self._clock():
             del held[cid]
+            self._total -= 1
             return False
         return True
 
     def remember(self, peer: str, cids: Iterable[str]) -> None:
         held = self._peers.setdefault(peer, OrderedDict())
         now = self._clock()
+        before = len(held)
         for cid in cids:
             held.pop(cid, None)  # kept in order of expiry: re-remembered goes last
             held[cid] = now + self._ttl_s
         while held and (len(held) > self._per_peer or next(iter(held.values())) <= now):
             held.popitem(last=False)
+        self._total += len(held) - before
         if not held:
             del self._peers[peer]
+        while self._total > self._in_all:
+            largest = max(self._peers.values(), key=len)
+            for _ in range(min(len(largest), self._total - self._in_all)):
+                largest.popitem(last=False)
+                self._total -= 1
+            self._peers = {url: ids for url, ids in self._peers.items() if ids}
 
     def forget(self, peer: str, cids: Iterable[str]) -> None:
         held = self._peers.get(peer)
         if held is None:
             return
+        before = len(held)
         for cid in cids:
             held.pop(cid, None)
+        self._total -= before - len(held)
         if not held:
             del self._peers[peer]
 
-    def count(self, peer: str) -> int:
-        return len(self._peers.get(peer, ()))
+    def count(self, peer: str | None = None) -> int:
+        """Ids held for ``peer``, or over all peers."""
+        return self._total if peer is None else len(self._peers.get(peer, ()))
 
 
 class ParkedAtPeers(CidsAtPeers):
@@ -107,8 +129,9 @@ class ParkedAtPeers(CidsAtPeers):
         ttl_s: float = PARKED_TTL_S,
         per_peer: int = PARKED_PER_PEER,
         clock: Clock = time.monotonic,
+        in_all: int = PARKED_IN_ALL,
     ) -> None:
-        super().__init__(ttl_s, per_peer, clock)
+        super().__init__(ttl_s, per_peer, in_all, clock)
 
     parked = CidsAtPeers.holds
 
@@ -122,8 +145,9 @@ class TakenAtPeers(CidsAtPeers):
         ttl_s: float = TAKEN_TTL_S,
         per_peer: int = TAKEN_PER_PEER,
         clock: Clock = time.monotonic,
+        in_all: int = TAKEN_IN_ALL,
     ) -> None:
-        super().__init__(ttl_s, per_peer, clock)
+        super().__init__(ttl_s, per_peer, in_all, clock)
 
     taken = CidsAtPeers.holds
 

@@ -92,3 +92,18 @@ def test_memory_is_bounded_per_peer_oldest_first() -> None:
     now[0] = 15
     parked.remember("a", [])  # expired entries are dropped as others come
     assert parked.count("a") == 1  # only "5" (until 20)
+
+
+def test_memory_is_bounded_over_all_peers_the_largest_forgets_first() -> None:
+    now = [0.0]
+    parked = ParkedAtPeers(ttl_s=10, per_peer=4, clock=lambda: now[0], in_all=6)
+    parked.remember("a", ["1", "2", "3", "4"])
+    parked.remember("b", ["1", "2"])
+    assert parked.count() == 6
+    parked.remember("c", ["1", "2"])  # two over: "a" (the most) forgets its two oldest
+    assert parked.count() == 6 and parked.count("a") == 2 and parked.count("c") == 2
+    assert [parked.parked("a", c) for c in "1234"] == [False, False, True, True]
+    parked.forget("b", ["1", "2", "9"])
+    assert parked.count() == 4 and parked.count("b") == 0
+    now[0] = 10  # all expire; each is dropped as it is asked about
+    assert not parked.parked("a", "3") and parked.count() == 3
