@@ -6,7 +6,9 @@
 2. Precheck, outside any lock and on several threads: derive CIDs and check
    signatures against the keys the signers are known to hold (``precheck.py``,
    ``parallel.py``), so the serialized pass below spends its time on chain
-   rules, not on cryptography.
+   rules, not on cryptography. The write policy's function is asked about
+   the ops so verified with no lock held either (``early.py``): the session
+   waits on it only for ops it could not judge then.
 3. In one serialized sequencing session: sort by dependency priority,
    prefetch the state the round can touch, verify op by op, stage what
    verifies and passes the write gate (``policy.py``). Ops that miss a
@@ -76,11 +78,12 @@ from .common import (
 )
 from .content import ingest_content
 from .countersign import ingest_countersign
+from .early import ask_early
 from .identity import ingest_identity
 from .notes import RejectionEvent, RejectionNotes, rejection_event
 from .order import causal_order, wake_keys
 from .parallel import PrecheckPool
-from .policy import Held, Refused, WriteGate, claimed_signer
+from .policy import EarlyDecisions, Held, Refused, WriteGate, claimed_signer
 from .precheck import KEY_ROLES, precheck_round, precheck_submitted
 from .standalone import ingest_artifact, ingest_beacon
 from .view import Needs, StateView
@@ -205,7 +208,10 @@ class Ingestor:
         if submitted:
             # No buffer row up front: the session's commit buffers what waits.
             submitted = await precheck_submitted(submitted, None, self._store, self._pool)
-        run, sequenced = await self._run(submitted)
+        asked: EarlyDecisions = {}
+        if submitted and self.gate is not None:  # the policy, asked with no lock held
+            asked = await ask_early(self.gate, submitted, self._store)
+        run, sequenced = await self._run(submitted, early=asked)
         outcomes, events = run.outcomes, run.events
         await self._notify(sequenced, source)
         now = self._clock()
@@ -297,6 +303,7 @@ class Ingestor:
         defer_policy: bool = False,
         decided: Mapping[str, Rejected | None] | None = None,
         give_up: Collection[str] = (),
+        early: EarlyDecisions | None = None,
     ) -> tuple[_Sequencing, list[SequencedOp]]:
         async with self._lock, self._store.sequencing() as session:
             view = StateView(session)
@@ -307,6 +314,8 @@ class Ingestor:
             )  # fmt: skip
             if decided and self.gate is not None:
                 self.gate.preset(decided)  # asked before the session (``_retry_page``)
+            if early and self.gate is not None:
+                self.gate.preset_early(early)  # asked before the session (``ingest``)
             try:
                 await run.sequence(list(submitted))
             finally:

@@ -1,6 +1,6 @@
 """The write gate: the operator's say on each verified op, before it commits.
 
-Called once per op after verification (the op's chain rules, signature and
+Judges each op after verification (the op's chain rules, signature and
 signer all hold), before it is staged for commit, with the op and its signer
 (the DID whose key signed it). In order:
 
@@ -10,6 +10,14 @@ signer all hold), before it is staged for commit, with the op and its signer
 4. the operator's function (``--write-policy module:function``), if any:
    it returns ``None``/``True`` to accept, ``False`` or a reason (``str``)
    to refuse (``policy-denied``, the reason on the client's result line).
+
+A request's ops the precheck verified are asked about before its session,
+with no lock held (``ask_early``, ``relay.ingest.early``), so a slow function
+holds up no other ingestion; the session uses such an answer only for an op
+it shows the function exactly as asked (``preset_early``). So the function
+may be asked about an op its session then rejects on a chain rule, parks, or
+finds a duplicate (another request sequenced it first); steps 1-3 are still
+the session's, and bans are judged by the store's as it reads them.
 
 The function is bounded. The gate itself is synchronous (it runs inside the
 sequencing session), so for an op whose function decision is not known yet
@@ -23,9 +31,11 @@ round waits at most ``timeout_s``, and a whole sequencing session at most
 parent's decision cannot hold the sequencer a round per op. The relay's
 retry of kept ops asks the function outside any session instead (``ask``)
 and hands the session its answers (``preset``), so a hanging policy holds
-no session up. A call past its
-timeout keeps its thread (Python cannot stop one); when hung calls hold
-every thread of the pool, new calls go to a fresh pool, and once
+no session up. An early call that is late, or not made, gives no answer:
+the session asks again, as it would have (early calls have threads of their
+own, so a session's never queue behind them). A call past its timeout keeps
+its thread (Python cannot stop one); when hung calls hold every thread of a
+pool, new calls go to a fresh pool, and once
 ``MAX_STUCK_CALLS`` hang at once (an async call that ignores its
 cancellation hangs too), ops are refused without a call until some return.
 Every refusal is transient (not recorded): the same op may pass once the
@@ -101,6 +111,9 @@ BanLookup = Callable[[str], str | None]  # the ban's reason, None if not banned
 # bans read from the store by a sequencing session: DID -> reason (None: not banned)
 StoredBans = Mapping[str, str | None]
 NO_STORED_BANS: StoredBans = MappingProxyType({})
+# the function's answers asked before a session (``ask_early``): (CID, token)
+# -> (the record it was shown, its decision); see ``relay.ingest.early``
+EarlyDecisions = Mapping[tuple[str, str], tuple[OperationRecord, Rejected | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +206,13 @@ class WriteGate:
         self._exempt = set(exempt)
         # decisions of the function for this session's ops; see ``forget``
         self._decisions: dict[str, Rejected | None] = {}
+        # answers asked before this session (``preset_early``); see ``forget``
+        self._early: dict[tuple[str, str], tuple[OperationRecord, Rejected | None]] = {}
         self._waited_s = 0.0  # this session's wait on the function
         self._threads = _PolicyThreads()
+        # early calls (``ask_early``) have threads of their own: a session's
+        # calls never queue behind other requests' early ones
+        self._early_threads = _PolicyThreads()
         # calls cancelled at their timeout and not ended yet: an async policy
         # may ignore its cancellation, and each would hold a task for good
         self._lingering: set[asyncio.Future[object]] = set()
@@ -215,9 +233,13 @@ class WriteGate:
             raise Refused(refused)
         if self.policy.function is None:
             return
-        if op.cid not in self._decisions:
-            raise Held(op)
-        decided = self._decisions[op.cid]
+        if op.cid in self._decisions:
+            decided = self._decisions[op.cid]
+        else:
+            early = self._early.get((op.cid, op.jws_token))
+            if early is None or not _shown_alike(early[0], op):
+                raise Held(op)
+            decided = early[1]
         if decided is not None:
             raise Refused(decided)
 
@@ -285,6 +307,39 @@ class WriteGate:
             return {}
         return await self._ask(function, ops, self.policy.timeout_s, None)
 
+    async def ask_early(
+        self, ops: Sequence[tuple[OperationRecord, Mapping[str, Any]]]
+    ) -> dict[tuple[str, str], tuple[OperationRecord, Rejected | None]]:
+        """The function's decisions on a request's ``ops`` as its session is
+        expected to show them (``relay.ingest.early``), asked before that
+        session with no lock held: concurrently, bounded by the timeout, as
+        ``ask``. Not asked: ops of exempt signers, of signers the cache
+        knows as banned, or refused by the lists (the session judges them as
+        ever, bans by the store's under the lock)."""
+        asked = [
+            (op, payload)
+            for op, payload in ops
+            if op.author_did not in self._exempt
+            and self.banned(op.author_did) is None
+            and self._listed(op.kind, op.author_did) is None
+        ]
+        function = self.policy.function
+        if function is None or not asked:
+            return {}
+        by_cid: dict[str, tuple[OperationRecord, Mapping[str, Any]]] = {}
+        for op, payload in asked:  # one call per CID: another token of it is asked in session
+            by_cid.setdefault(op.cid, (op, payload))
+        ops = list(by_cid.values())
+        timeout = self.policy.timeout_s
+        decided = await self._ask(function, ops, timeout, None, self._early_threads, early=True)
+        return {(op.cid, op.jws_token): (op, decided[op.cid]) for op, _ in ops if op.cid in decided}
+
+    def preset_early(self, decisions: EarlyDecisions) -> None:
+        """Decisions ``ask_early`` made, for the session about to begin (held
+        by its sequencing lock): ``screen`` uses one only for an op shown as
+        it was asked about, and ``forget`` drops them at the session's end."""
+        self._early.update(decisions)
+
     def preset(self, decisions: Mapping[str, Rejected | None]) -> None:
         """Decisions ``ask`` made, for the session about to begin (held by
         its sequencing lock): ``forget`` drops them with its own at its end."""
@@ -296,12 +351,18 @@ class WriteGate:
         ops: Sequence[tuple[OperationRecord, Mapping[str, Any]]],
         timeout: float,
         spent: Rejected | None,
+        threads: _PolicyThreads | None = None,
+        *,
+        early: bool = False,
     ) -> dict[str, Rejected | None]:
         """One call per op, all concurrently, waited on at most ``timeout``:
         a call still running then is refused (``spent`` if given: the
-        session's budget cut it, not the policy's timeout)."""
+        session's budget cut it, not the policy's timeout). ``early``: only
+        the function's answers, none for a call late, cancelled or not made
+        (too many hang), so that the session asks again, as it would have."""
+        pool = threads or self._threads
         calls = {
-            op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload)))
+            op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload), pool))
             for op, payload in ops
         }
         _, late = await asyncio.wait(calls.values(), timeout=timeout)
@@ -312,9 +373,13 @@ class WriteGate:
                 self._lingering.add(call)
                 call.add_done_callback(self._lingering.discard)
                 log.warning("write policy %s timed out on %s", self.policy.name, cid)
-                decided[cid] = spent or _error(f"no decision within {timeout:g}s")
+                if not early:
+                    decided[cid] = spent or _error(f"no decision within {timeout:g}s")
             elif call.cancelled():
-                decided[cid] = _error("the call was cancelled")
+                if not early:
+                    decided[cid] = _error("the call was cancelled")
+            elif early and isinstance(call.result(), _NotCalled):
+                continue
             else:
                 decided[cid] = _interpret(self.policy.name, cid, call.result())
         return decided
@@ -322,18 +387,20 @@ class WriteGate:
     def _budget_s(self) -> float:
         return self.policy.timeout_s * SESSION_BUDGET_ROUNDS - self._waited_s
 
-    async def _call(self, function: PolicyFunction, op: VerifiedOp) -> object:
+    async def _call(
+        self, function: PolicyFunction, op: VerifiedOp, threads: _PolicyThreads
+    ) -> object:
         """The function's answer, or ``_Raised`` with whatever it raised
         (``SystemExit`` included: operator code must not end the relay)."""
-        stuck = self._threads.stuck + len(self._lingering)
+        stuck = self._threads.stuck + self._early_threads.stuck + len(self._lingering)
         if stuck >= MAX_STUCK_CALLS:
-            return _Raised(RuntimeError(f"{stuck} earlier calls still hang"))
+            return _NotCalled(RuntimeError(f"{stuck} earlier calls still hang"))
         try:
             result: object
             if inspect.iscoroutinefunction(function):
                 result = function(op, op.signer)
             else:
-                result = await self._threads.run(function, op)
+                result = await threads.run(function, op)
             if inspect.isawaitable(result):
                 result = await result
             return result
@@ -348,11 +415,13 @@ class WriteGate:
     def forget(self) -> None:
         """End of a sequencing session: decisions are not kept across sessions."""
         self._decisions.clear()
+        self._early.clear()
         self._waited_s = 0.0
 
     def close(self) -> None:
         """Stop the worker threads (a hung call is abandoned, not joined)."""
         self._threads.close()
+        self._early_threads.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +429,11 @@ class _Raised:
     """What a policy call raised, carried as its answer."""
 
     exc: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _NotCalled(_Raised):
+    """The function was not called (too many earlier calls hang)."""
 
 
 class _PolicyThreads:
@@ -419,6 +493,18 @@ def _invoke(function: PolicyFunction, op: VerifiedOp) -> object:
         return function(op, op.signer)
     except BaseException as exc:  # SystemExit too: it must not reach the event loop
         return _Raised(exc)
+
+
+def _shown_alike(asked: OperationRecord, op: OperationRecord) -> bool:
+    """``op`` shows the function what ``asked`` did (its payload is its token's)."""
+    return (
+        asked.cid == op.cid
+        and asked.jws_token == op.jws_token
+        and asked.kind == op.kind
+        and asked.chain_id == op.chain_id
+        and asked.author_did == op.author_did
+        and asked.created_at_ms == op.created_at_ms
+    )
 
 
 def _verified(op: OperationRecord, payload: Mapping[str, Any]) -> VerifiedOp:
