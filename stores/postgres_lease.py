@@ -13,17 +13,10 @@ from typing import Any
 import asyncpg
 
 from stores.base import StoreError
+from stores.postgres_errors import CONNECTION_ERRORS
 
 LEASE_CLASS = 0x0DF2  # advisory lock class of leases (see stores.postgres)
 TIMEOUT_S = 5.0
-# InternalClientError: what a connection whose server session was ended may raise
-_ERRORS = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-)
 
 
 class AdvisoryLease:
@@ -50,7 +43,7 @@ class AdvisoryLease:
                     timeout=TIMEOUT_S,
                 )
             )
-        except _ERRORS as exc:
+        except CONNECTION_ERRORS as exc:
             lost = self._holding
             await self.release()
             if lost:  # with its session: another may hold it now

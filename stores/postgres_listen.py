@@ -36,10 +36,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import asyncpg
-
 from relay.protocol.untrusted import ascii_decimal
 from stores.base import StoreError
+from stores.postgres_errors import CONNECTION_ERRORS
 
 log = logging.getLogger("dfos_relay.store")
 
@@ -50,14 +49,6 @@ BACKOFF_FIRST_S = 0.1  # the first reconnect waits this long, the next ones twic
 BACKOFF_MAX_S = 5.0  # ...up to this
 READ_TIMEOUT_S = 5.0  # the head read after a reconnect
 STOP_TIMEOUT_S = 2.0
-# what the first connect may raise (InternalClientError: a session the server ended)
-_ERRORS = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-)
 
 
 def backoff_s(failures: int) -> float:
@@ -92,7 +83,7 @@ class CommitListener:
         """LISTEN, and keep it; ``StoreError`` when the server cannot be reached."""
         try:
             self._conn = await self._listen()
-        except _ERRORS as exc:
+        except CONNECTION_ERRORS as exc:
             raise StoreError(f"cannot LISTEN on Postgres at {self._where}: {exc}") from exc
         self._task = asyncio.get_running_loop().create_task(self._keep())
 
