@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from relay.protocol import (
     ProtocolError,
     content_id_from_genesis_cid,
-    did_from_genesis_cid,
     parse_artifact,
     parse_beacon,
     parse_content_operation,
@@ -37,7 +36,8 @@ from relay.protocol import (
 )
 from stores.base import OperationRecord, RelayStore
 
-from .common import Submitted, kid_did
+from .common import Submitted
+from .order import identity_did
 from .policy import EarlyDecisions, WriteGate
 
 
@@ -82,7 +82,7 @@ def shown(sub: Submitted, chains: Mapping[str, str]) -> OperationRecord | None:
         if kind == "identity-op":
             identity = parse_identity_operation(payload)
             previous = identity.previous_cid
-            did = kid_did(sub) if previous else did_from_genesis_cid(cid)
+            did = identity_did(sub)  # its kid's, or (a genesis) its CID's
             chain, created = did, identity.created_at_ms
         elif kind == "content-op":
             content = parse_content_operation(payload)

@@ -62,14 +62,23 @@ Clock = Callable[[], float]
 
 
 class CidsAtPeers:
-    """Per peer URL: CIDs, each with when it is forgotten."""
+    """Per peer URL: CIDs, each with when it is forgotten. A use sets its
+    bounds' defaults as class attributes; each may be given instead."""
+
+    TTL_S: float
+    PER_PEER: int
+    IN_ALL: int
 
     def __init__(
-        self, ttl_s: float, per_peer: int, in_all: int, clock: Clock = time.monotonic
+        self,
+        ttl_s: float | None = None,
+        per_peer: int | None = None,
+        clock: Clock = time.monotonic,
+        in_all: int | None = None,
     ) -> None:
-        self._ttl_s = ttl_s
-        self._per_peer = per_peer
-        self._in_all = in_all
+        self._ttl_s = self.TTL_S if ttl_s is None else ttl_s
+        self._per_peer = self.PER_PEER if per_peer is None else per_peer
+        self._in_all = self.IN_ALL if in_all is None else in_all
         self._clock = clock
         self._peers: dict[str, OrderedDict[str, float]] = {}
         self._total = 0  # ids held over all peers
@@ -124,15 +133,7 @@ class CidsAtPeers:
 class ParkedAtPeers(CidsAtPeers):
     """The CIDs each peer parked when pushed: held back from later runs."""
 
-    def __init__(
-        self,
-        ttl_s: float = PARKED_TTL_S,
-        per_peer: int = PARKED_PER_PEER,
-        clock: Clock = time.monotonic,
-        in_all: int = PARKED_IN_ALL,
-    ) -> None:
-        super().__init__(ttl_s, per_peer, in_all, clock)
-
+    TTL_S, PER_PEER, IN_ALL = PARKED_TTL_S, PARKED_PER_PEER, PARKED_IN_ALL
     parked = CidsAtPeers.holds
 
 
@@ -140,15 +141,7 @@ class TakenAtPeers(CidsAtPeers):
     """The CIDs each peer answered ``new`` when pushed: named as lacking
     again, they are its word proved false (see the module docstring)."""
 
-    def __init__(
-        self,
-        ttl_s: float = TAKEN_TTL_S,
-        per_peer: int = TAKEN_PER_PEER,
-        clock: Clock = time.monotonic,
-        in_all: int = TAKEN_IN_ALL,
-    ) -> None:
-        super().__init__(ttl_s, per_peer, in_all, clock)
-
+    TTL_S, PER_PEER, IN_ALL = TAKEN_TTL_S, TAKEN_PER_PEER, TAKEN_IN_ALL
     taken = CidsAtPeers.holds
 
     @staticmethod
