@@ -365,13 +365,16 @@ class WriteGate:
             op.cid: asyncio.ensure_future(self._call(function, _verified(op, payload), pool))
             for op, payload in ops
         }
-        _, late = await asyncio.wait(calls.values(), timeout=timeout)
+        try:
+            _, late = await asyncio.wait(calls.values(), timeout=timeout)
+        except asyncio.CancelledError:  # the request is gone: so are its calls
+            for call in calls.values():
+                self._linger(call)
+            raise
         decided: dict[str, Rejected | None] = {}
         for cid, call in calls.items():
             if call in late:
-                call.cancel()
-                self._lingering.add(call)
-                call.add_done_callback(self._lingering.discard)
+                self._linger(call)
                 log.warning("write policy %s timed out on %s", self.policy.name, cid)
                 if not early:
                     decided[cid] = spent or _error(f"no decision within {timeout:g}s")
@@ -383,6 +386,14 @@ class WriteGate:
             else:
                 decided[cid] = _interpret(self.policy.name, cid, call.result())
         return decided
+
+    def _linger(self, call: asyncio.Future[object]) -> None:
+        """Cancel ``call``, and count it as lingering until it ends."""
+        if call.done():
+            return
+        call.cancel()
+        self._lingering.add(call)
+        call.add_done_callback(self._lingering.discard)
 
     def _budget_s(self) -> float:
         return self.policy.timeout_s * SESSION_BUDGET_ROUNDS - self._waited_s
