@@ -1,5 +1,7 @@
-"""Reconciliation metrics: rounds, bytes each way, ids have/need and run
-duration per peer (initiator side), and rounds served (server side)."""
+"""Reconciliation metrics: rounds, bytes each way, ids have/need, ids not
+pushed again (held back: the peer parked them; taken before: it said it
+took them) and run duration per peer (initiator side), and rounds served
+(server side)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ class _Report(Protocol):
     def have(self) -> int: ...
     @property
     def need(self) -> int: ...
+    @property
+    def held_back(self) -> int: ...
+    @property
+    def taken_before(self) -> int: ...
     @property
     def seconds(self) -> float: ...
     @property
@@ -52,6 +58,18 @@ class ReconcileMetrics:
             "Ids learned per peer: have (ours, not theirs) and need (theirs, not ours)",
             ["peer", "side"], registry=r,
         )  # fmt: skip
+        # the report's heldBack and takenBefore (relay.reconcile.answers): a
+        # peer's taken-before count growing run after run is one that lies
+        self.held_back = Counter(
+            "dfos_relay_reconcile_held_back",
+            "Ids named as lacking and not pushed, per peer: it parked them when pushed before",
+            ["peer"], registry=r,
+        )  # fmt: skip
+        self.taken_before = Counter(
+            "dfos_relay_reconcile_taken_before",
+            "Ids named as lacking and not pushed, per peer: it answered new to them before",
+            ["peer"], registry=r,
+        )  # fmt: skip
         self.seconds = Histogram(
             "dfos_relay_reconcile_run_seconds", "Wall time of one reconciliation run",
             ["peer"], buckets=RUN_SECONDS_BUCKETS, registry=r,
@@ -73,6 +91,8 @@ class ReconcileMetrics:
         self.bytes.labels(peer, "received").inc(report.bytes_received)
         self.ids.labels(peer, "have").inc(report.have)
         self.ids.labels(peer, "need").inc(report.need)
+        self.held_back.labels(peer).inc(report.held_back)
+        self.taken_before.labels(peer).inc(report.taken_before)
         self.seconds.labels(peer).observe(report.seconds)
 
     def round_served(self, bytes_in: int, bytes_out: int) -> None:
