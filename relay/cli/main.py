@@ -85,7 +85,23 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _max_ops(text: str) -> int:
+    """``--max-ops``: at least 1, and at most what the memory of ops a peer
+    answered ``new`` to holds per peer (``TAKEN_PER_PEER``): a run pushing
+    more would forget the first before the next run checks them."""
+    from relay.reconcile.answers import TAKEN_PER_PEER
+
+    value = _at_least_one(text)
+    if value > TAKEN_PER_PEER:
+        raise argparse.ArgumentTypeError(
+            f"at most {TAKEN_PER_PEER} (the ops a peer took that one run can remember),"
+            f" got {text!r}"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from relay.reconcile.answers import TAKEN_PER_PEER
     from relay.reconcile.initiator import ReconcileBounds
     from relay.settings import add_serve_arguments
 
@@ -165,9 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--max-ops",
         metavar="N",
-        type=_at_least_one,
+        type=_max_ops,
         default=run_bounds.max_need,
-        help=f"ops one run fetches at most, and pushes at most (default {run_bounds.max_need})",
+        help=f"ops one run fetches at most, and pushes at most (default {run_bounds.max_need},"
+        f" at most {TAKEN_PER_PEER})",
     )
     add_store_option(rec)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from relay.reconcile.answers import TAKEN_PER_PEER
 from relay.testing.workload import mixed_workload
 from tests.cli.conftest import RelayProcess
 from tests.support.relay_api import PAST_MS
@@ -90,3 +91,20 @@ def test_a_bad_count_is_a_one_line_usage_error(tmp_path: Path, flag: str, value:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and flag in done.stderr, done.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_more_ops_than_a_run_can_remember_are_a_one_line_usage_error(tmp_path: Path) -> None:
+    """A run pushing more than ``TAKEN_PER_PEER`` ops would forget which the
+    peer took before the next run checks them: refused, naming the maximum
+    (before: taken, and the memory silently went short)."""
+    store = f"sqlite:///{tmp_path / 'x.db'}"
+    most = str(TAKEN_PER_PEER)
+    done = run(
+        "reconcile", "http://127.0.0.1:9", "--max-ops", str(TAKEN_PER_PEER + 1), "--store", store
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"--max-ops: at most {most} " in done.stderr, done.stderr
+    assert not (tmp_path / "x.db").exists()
+    at_most = run("reconcile", "http://127.0.0.1:9", "--max-ops", most, "--store", store)
+    assert at_most.returncode == 1 and "--max-ops" not in at_most.stderr  # the peer is down
