@@ -13,7 +13,10 @@ pulled goes through the full ingest pipeline, what is pushed goes to the
 peer's POST /operations. The peer is reached first (its well-known
 document): a peer that is down or is not a relay fails the run before the
 store is opened, so no empty database is left behind (``./dfos-relay.db``
-by default). A peer that answers and then fails is not caught by this.
+by default). The store is needed for the first round (its items make the
+message), so a peer that answers and then fails does so with the store
+open: when that store is an SQLite file the command created and the runs
+moved nothing either way, it is removed again (``relay.cli.fresh_store``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ async def reconcile_command(
 ) -> int:
     from peer.base import normalize_peer_url
     from relay.asgi import store_from_url
+    from relay.cli.fresh_store import FreshStore
     from relay.compose import create_relay
     from stores.base import StoreError
 
@@ -62,16 +66,23 @@ async def reconcile_command(
         report.scope_id = None if scope is None else scope.scope_id
         _say(report, as_json, follows=False)  # raises: the run failed
     bounds = None if max_ops is None else ReconcileBounds(max_need=max_ops, max_have=max_ops)
+    fresh = FreshStore.of(store)  # before it is opened (and so created)
+    moved = False  # any op fetched or pushed by any run: the store is kept
     try:
         async with relay.running():
             for run in range(1, runs + 1):
                 report = await relay.reconcile(peer, direction, window, bounds, scope=scope)
+                moved = moved or bool(report.fetched or report.pushed)
                 follows = run < runs and report.cut_short and report.progressed
                 _say(report, as_json, follows)
                 if not follows:
                     break
-    except StoreError as exc:
-        raise ReconcileCommandError(f"store {store_url}: {exc}") from None
+    except (ReconcileCommandError, StoreError) as exc:
+        if fresh is not None and not moved:  # closed by now: nothing of use in it
+            fresh.remove()
+        if isinstance(exc, StoreError):
+            raise ReconcileCommandError(f"store {store_url}: {exc}") from None
+        raise
     if report.cut_short:  # the last run allowed, still cut short: not reconciled yet
         raise ReconcileCommandError(f"{failure(report)}; {run} run(s): run again to go on")
     return 0
