@@ -10,6 +10,7 @@ import pytest
 
 from relay import Relay, create_relay
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.backends import make_store, selected_backends
 
 
@@ -28,6 +29,5 @@ async def relay(store: RelayStore) -> AsyncIterator[Relay]:
 
 @pytest.fixture
 async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with asgi_client(relay.app) as c:
         yield c

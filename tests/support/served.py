@@ -13,6 +13,7 @@ import httpx
 from relay import Relay, RelayConfig, create_relay
 from relay.testing.server import serve_on_loopback
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 TRANSPORTS = ("asgi", "hypercorn")
@@ -54,9 +55,8 @@ async def served_relay(
         ):
             yield Served(relay, client, clock)
         return
-    asgi = httpx.ASGITransport(app=relay.app)
     async with (
         relay.running(),
-        httpx.AsyncClient(transport=asgi, base_url="http://relay.test") as client,
+        asgi_client(relay.app) as client,
     ):
         yield Served(relay, client, clock)
