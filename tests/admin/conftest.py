@@ -27,6 +27,7 @@ from relay.rules.outcomes import Status
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import DAY_MS, Actor, WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 TRANSPORTS = ("in-process", "hypercorn")
 
@@ -135,10 +136,8 @@ def new_builder(clock: Clock) -> tuple[WorkloadBuilder, dict[str, Actor]]:
 async def serving(relay: Relay, transport: str) -> AsyncIterator[httpx.AsyncClient]:
     """``relay`` started and served; a client for it."""
     if transport == "in-process":
-        async with relay.running():
-            asgi = httpx.ASGITransport(app=relay.app)
-            async with httpx.AsyncClient(transport=asgi, base_url="http://relay.test") as client:
-                yield client
+        async with relay.running(), asgi_client(relay.app) as client:
+            yield client
         return
     async with serve_on_loopback(relay.app) as url, httpx.AsyncClient(base_url=url) as client:
         yield client

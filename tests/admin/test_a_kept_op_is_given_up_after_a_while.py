@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-
 from relay import Relay, create_relay
 from relay.ingest.pipeline import GAVE_UP
 from relay.ingest.policy import WritePolicy
@@ -19,6 +17,7 @@ from relay.rules.outcomes import Status
 from relay.settings import parse_settings
 from stores.base import RelayStore, waits_for_policy
 from tests.admin.test_a_kept_op_is_retried_by_the_relay import FailsOn, _until, _use
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import get_json
 from tests.support.served import Clock
 from tests.support.waiting_ops import chain_with_a_gap
@@ -49,8 +48,7 @@ async def test_a_kept_op_is_rejected_once_it_has_waited_too_long(store: RelaySto
         clock.advance(HOUR_MS)  # now it has waited for the policy an hour
         await _until(lambda: _given_up(relay, cid))  # (its note is written after the commit)
         calls = len(policy.calls)
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+        async with asgi_client(relay.app, base_url="http://r") as client:
             status = await get_json(client, f"/operations/{cid}/status")
             pending = await get_json(client, "/operations/pending")
         assert status["status"] == "rejected"

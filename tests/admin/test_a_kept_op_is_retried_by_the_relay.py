@@ -19,13 +19,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-import httpx
-
 from relay import Relay, create_relay
 from relay.ingest.policy import VerifiedOp, WritePolicy
 from relay.rules.outcomes import RejectReason, Status
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore, waits_for_policy
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, get_json
 from tests.support.waiting_ops import (
     chain_with_a_gap,
@@ -127,8 +126,7 @@ async def test_a_kept_op_reads_as_waiting_for_the_write_policy(store: RelayStore
     async with relay.running():
         _use(relay, policy, retry_first_s=30.0)  # no retry during the test
         await _kept(relay, policy)
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+        async with asgi_client(relay.app, base_url="http://r") as client:
             status = await get_json(client, f"/operations/{policy.cid}/status")
             pending = await get_json(client, "/operations/pending")
     assert status["status"] == "waiting"

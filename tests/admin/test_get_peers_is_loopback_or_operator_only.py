@@ -24,6 +24,7 @@ from relay.peering.service import build_peering
 from relay.testing.workload import mixed_workload
 from stores.base import RelayStore
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 from .conftest import World, open_world
@@ -59,8 +60,7 @@ async def unadministered(peer_b: Relay, config: RelayConfig | None = None) -> As
 
 
 async def get_peers(relay: Relay, client: tuple[str, int], **kw: Any) -> httpx.Response:
-    transport = httpx.ASGITransport(app=relay.app, client=client)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http:
+    async with asgi_client(relay.app, client=client) as http:
         return await http.get("/peers", **kw)
 
 
@@ -149,10 +149,8 @@ async def test_operators_pause_and_resume_a_peer(administered: World, peer_b: Re
 
 
 async def test_the_link_gauges_are_in_metrics(peer_b: Relay) -> None:
-    async with unadministered(peer_b) as relay:
-        transport = httpx.ASGITransport(app=relay.app, client=LOOPBACK)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http:
-            text = (await http.get("/metrics")).text
+    async with unadministered(peer_b) as relay, asgi_client(relay.app, client=LOOPBACK) as http:
+        text = (await http.get("/metrics")).text
     labels = f'direction="in",peer="{PEER}",scope="*"'
     assert f'dfos_relay_link_state{{{labels},state="live"}} 1.0' in text
     assert f'dfos_relay_link_state{{{labels},state="repairing"}} 0.0' in text
