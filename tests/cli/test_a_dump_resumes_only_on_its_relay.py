@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
 from relay import create_relay
 from relay.dumplog import DumpError, dump_log
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 
 
 async def test_a_dump_resumes_only_on_a_relay_that_holds_its_last_cid(tmp_path: Path) -> None:
@@ -23,8 +23,7 @@ async def test_a_dump_resumes_only_on_a_relay_that_holds_its_last_cid(tmp_path: 
         await first.ingest(mixed_workload(20, seed=1))
         await other.ingest(mixed_workload(20, seed=2))
         for relay, base in ((first, "http://first"), (other, "http://other")):
-            transport = httpx.ASGITransport(app=relay.app)
-            async with httpx.AsyncClient(transport=transport, base_url=base) as client:
+            async with asgi_client(relay.app, base_url=base) as client:
                 if relay is first:
                     assert await dump_log(client, base, target, resume=False) > 0
                     assert await dump_log(client, base, target, resume=True) == 0

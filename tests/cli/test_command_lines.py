@@ -10,13 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from relay import create_relay
 from relay.dumplog import dump_log
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import DFOS_RELAY, clean_env
 
@@ -62,8 +62,7 @@ async def _dump_of(tokens: list[str], path: Path) -> None:
     relay = create_relay(MemoryStore())
     async with relay.running():
         await relay.ingest(tokens)
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+        async with asgi_client(relay.app, base_url="http://r") as client:
             await dump_log(client, "http://r", path, resume=False)
 
 

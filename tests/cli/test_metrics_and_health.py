@@ -13,6 +13,7 @@ from relay import Relay, create_relay
 from relay.observability import JsonFormatter
 from relay.testing.workload import mixed_workload
 from stores.base import StoreError
+from tests.support.asgi_client import asgi_client
 
 from .test_serve_command import metric
 
@@ -26,8 +27,7 @@ async def relay() -> AsyncIterator[Relay]:
 
 @pytest.fixture
 async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with asgi_client(relay.app) as c:
         yield c
 
 
@@ -83,8 +83,7 @@ async def test_probes(
 
 async def test_readyz_is_unavailable_before_start() -> None:
     relay = create_relay()
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with asgi_client(relay.app) as c:
         answer = await c.get("/readyz")
     assert answer.status_code == 503 and answer.json()["sequencer"] == "stopped"
 

@@ -12,6 +12,7 @@ from relay import create_relay
 from relay.config import RelayConfig
 from relay.limits import TokenBuckets, client_ip, parse_rate_limit, parse_trusted_proxies
 from relay.testing.workload import mixed_workload
+from tests.support.asgi_client import asgi_client
 
 TRUSTED = parse_trusted_proxies(["10.0.0.0/8"])
 
@@ -56,10 +57,8 @@ async def limited() -> AsyncIterator[httpx.AsyncClient]:
         rate_limit=parse_rate_limit("2/m"), trusted_proxies=parse_trusted_proxies(["127.0.0.1"])
     )
     relay = create_relay(config=config)
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app, client=("127.0.0.1", 1234))
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
-            yield c
+    async with relay.running(), asgi_client(relay.app, client=("127.0.0.1", 1234)) as c:
+        yield c
 
 
 async def test_post_operations_is_limited_per_forwarded_client(limited: httpx.AsyncClient) -> None:
@@ -97,13 +96,9 @@ async def test_a_proxy_seen_through_a_dual_stack_socket_is_trusted() -> None:
     )
     relay = create_relay(config=config)
     body = {"operations": mixed_workload(1, seed=3)[:1]}
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app, client=("::ffff:10.0.0.5", 1234))
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
-            codes = [
-                (
-                    await c.post("/operations", json=body, headers={"X-Forwarded-For": ip})
-                ).status_code
-                for ip in ("203.0.113.1", "203.0.113.2", "203.0.113.1")
-            ]
+    async with relay.running(), asgi_client(relay.app, client=("::ffff:10.0.0.5", 1234)) as c:
+        codes = [
+            (await c.post("/operations", json=body, headers={"X-Forwarded-For": ip})).status_code
+            for ip in ("203.0.113.1", "203.0.113.2", "203.0.113.1")
+        ]
     assert codes == [200, 200, 429]  # one bucket per forwarded client, not the proxy's
