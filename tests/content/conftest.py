@@ -24,6 +24,7 @@ from relay.protocol import (
 from relay.rules.outcomes import IngestionResult, Status
 from relay.testing.workload import DAY_MS, Actor, ContentHandle, WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 HOUR_S = 3600
 CONTENT_PLANE_LIMIT_BYTES = 64 * 1024  # small, so 413 tests stay cheap
@@ -191,8 +192,7 @@ async def content_relay(store: RelayStore) -> AsyncIterator[Relay]:
 
 @pytest.fixture
 async def world(content_relay: Relay) -> AsyncIterator[World]:
-    transport = httpx.ASGITransport(app=content_relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+    async with asgi_client(content_relay.app) as client:
         yield await start_world(content_relay, client)
 
 

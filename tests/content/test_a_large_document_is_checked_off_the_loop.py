@@ -22,6 +22,7 @@ from relay.parse_pool import OFF_LOOP_BYTES, OFF_LOOP_COMMAS
 from relay.protocol import cid_of
 from relay.protocol.jws import MAX_JSON_DEPTH
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.loop_stall import while_measuring_stalls
 
 from .conftest import World, doc_bytes, start_world
@@ -56,8 +57,7 @@ async def relay() -> AsyncIterator[Relay]:
 
 @pytest.fixture
 async def world(relay: Relay) -> AsyncIterator[World]:
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+    async with asgi_client(relay.app) as client:
         yield await start_world(relay, client)
 
 

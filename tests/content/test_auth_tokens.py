@@ -15,6 +15,7 @@ from relay import create_relay
 from relay.config import RelayConfig
 from relay.protocol import Ed25519Keypair
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import World, ingest_more, start_world
 
@@ -97,10 +98,8 @@ async def test_token_lifetime_over_the_relay_maximum_is_401(uploaded: World) -> 
 @asynccontextmanager
 async def _world_with_max_lifetime(store: RelayStore, seconds: int) -> AsyncIterator[World]:
     relay = create_relay(store, config=RelayConfig(auth_token_max_lifetime_s=seconds))
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            yield await start_world(relay, client)
+    async with relay.running(), asgi_client(relay.app) as client:
+        yield await start_world(relay, client)
 
 
 async def test_max_lifetime_is_configurable(store: RelayStore) -> None:

@@ -9,11 +9,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from relay import create_relay
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import World, start_world
 
@@ -21,10 +21,8 @@ from .conftest import World, start_world
 @pytest.fixture
 async def roomy_world() -> AsyncIterator[World]:
     relay = create_relay(MemoryStore())  # the default blob limit, 16 MiB
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            yield await start_world(relay, client)
+    async with relay.running(), asgi_client(relay.app) as client:
+        yield await start_world(relay, client)
 
 
 def many_empty_objects(count: int) -> bytes:

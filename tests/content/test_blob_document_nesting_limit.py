@@ -11,7 +11,6 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import pytest
 
 from relay import create_relay
@@ -19,6 +18,7 @@ from relay.content_plane import InvalidDocument, check_document
 from relay.protocol import cid_of
 from relay.protocol.jws import MAX_JSON_DEPTH
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import World, ingest_more, start_world
 
@@ -29,10 +29,8 @@ PAST = 700  # past the bound, within what this test's own stack can hash
 @pytest.fixture
 async def memory_world() -> AsyncIterator[World]:
     relay = create_relay(MemoryStore())  # the default blob limit
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            yield await start_world(relay, client)
+    async with relay.running(), asgi_client(relay.app) as client:
+        yield await start_world(relay, client)
 
 
 def nested(depth: int) -> dict[str, Any]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from relay import Relay, create_relay
 from relay.config import RelayConfig
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import World, start_world
 
@@ -21,10 +21,8 @@ APP = "https://app.example"
 @pytest.fixture
 async def cors_world(store: RelayStore) -> AsyncIterator[World]:
     relay: Relay = create_relay(store, config=RelayConfig(cors_origins=(APP,)))
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            yield await start_world(relay, client)
+    async with relay.running(), asgi_client(relay.app) as client:
+        yield await start_world(relay, client)
 
 
 async def test_preflight_allows_the_read_credential_header(cors_world: World) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from relay import Relay, create_relay
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import World, doc_bytes, start_world
 
@@ -17,10 +17,8 @@ from .conftest import World, doc_bytes, start_world
 @pytest.fixture
 async def world_without_content(store: RelayStore) -> AsyncIterator[World]:
     relay: Relay = create_relay(store, content=False)
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
-            yield await start_world(relay, client)
+    async with relay.running(), asgi_client(relay.app) as client:
+        yield await start_world(relay, client)
 
 
 async def test_well_known_reports_content_off(world_without_content: World) -> None:

@@ -30,6 +30,7 @@ from relay.protocol import (
     sign_operation,
 )
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 
 from .conftest import assert_all_new
 
@@ -100,17 +101,13 @@ def vector_relay(store: RelayStore) -> VectorRelayFactory:
     @asynccontextmanager
     async def start(clock_ms: int) -> AsyncIterator[VectorRelay]:
         relay = create_relay(store, clock=lambda: clock_ms)
-        async with relay.running():
-            transport = httpx.ASGITransport(app=relay.app)
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://relay.test"
-            ) as client:
-                v = VectorRelay(relay, client)
-                genesis = vector("identity-genesis.json")["chain"]
-                results = await relay.ingest([*genesis, delegate_genesis(), *v.chain_tokens])
-                assert_all_new(results)
-                v.genesis_cid, v.delegated_cid = results[-2].cid, results[-1].cid
-                yield v
+        async with relay.running(), asgi_client(relay.app) as client:
+            v = VectorRelay(relay, client)
+            genesis = vector("identity-genesis.json")["chain"]
+            results = await relay.ingest([*genesis, delegate_genesis(), *v.chain_tokens])
+            assert_all_new(results)
+            v.genesis_cid, v.delegated_cid = results[-2].cid, results[-1].cid
+            yield v
 
     return start
 
