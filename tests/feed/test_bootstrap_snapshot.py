@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from relay import create_relay
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from stores.sqlite import SqliteStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 from .conftest import Served, read_sse
@@ -85,8 +86,7 @@ async def _handoff_on(store: SqliteStore, tokens: list[str], before: int, batch:
     relay = create_relay(store)
     async with relay.running():
         await relay.ingest(tokens[:before])
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as http:
+        async with asgi_client(relay.app, base_url="http://r") as http:
 
             async def ingest_rest() -> None:
                 rest = tokens[before:]

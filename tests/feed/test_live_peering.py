@@ -25,6 +25,7 @@ from relay.peering.service import Peering, build_peering
 from relay.testing.server import free_port, serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 FAST = PeeringConfig(backoff_base_s=0.05, backoff_max_s=0.2, sync_interval_s=0.2)
@@ -228,8 +229,7 @@ def _flaky(relay: Relay, outage_s: float, reconciles: bool = True) -> Starlette:
 
 
 async def _forward(relay: Relay, request: Request) -> Response:
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://source") as http:
+    async with asgi_client(relay.app, base_url="http://source") as http:
         if request.url.path == "/changes":  # a stream that ends: the follower comes back
             params = {**request.query_params, "live": "false"}
             answer = await http.get("/changes", params=params)
