@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
-
 from peer import PeerConfig
 from peer.base import RELAY_SENDER_HEADER, RELAY_SENDER_PROOF_HEADER
 from peer.http import PeerLimits
@@ -22,6 +20,7 @@ from relay.peering.config import PeeringConfig
 from relay.peering.directory import DIRECTORY_RETRY_S, PeerDirectory
 from relay.peering.service import Peering, build_peering
 from relay.testing.workload import mixed_workload
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 from .hostile_http import Holding, routed_peer
@@ -52,10 +51,9 @@ async def test_a_hanging_peer_document_does_not_hold_every_push() -> None:
         peers = [PeerConfig(hanging, gossip=True, sync=False, read_through=False)]
         relay = create_relay(peering=build_peering(peers, client, config))
         assert isinstance(relay.peering, Peering)
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http,
+            asgi_client(relay.app) as http,
         ):
             # the directory's first read failed; its second, one retry later, hangs,
             # and is older than the retry interval by the first push

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -23,6 +22,7 @@ from relay.peering.service import Peering, build_peering
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 
@@ -44,10 +44,9 @@ async def test_a_read_through_task_is_bounded_in_time(caplog: pytest.LogCaptureF
         relay = create_relay(MemoryStore(), peering=build_peering([peer], None, config))
         peering = relay.peering
         assert isinstance(peering, Peering)
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http,
+            asgi_client(relay.app) as http,
         ):
             assert (await http.get("/identities/did:dfos:nosuchchain")).status_code == 404
             await asyncio.sleep(2.0)

@@ -18,6 +18,7 @@ from relay.peering.config import PeeringConfig
 from relay.peering.service import build_peering
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, post
 
 from .healthy_peers import healthy_peers_are_served
@@ -46,10 +47,9 @@ async def test_a_slow_gossip_peer_delays_only_itself() -> None:
         ]
         client = HttpSyncClient(limits=LIMITS)
         relay = create_relay(peering=build_peering(peers, client, config))
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http,
+            asgi_client(relay.app) as http,
             httpx.AsyncClient(base_url=good) as good_http,
         ):
             await asyncio.gather(*(post(http, [token]) for token in tokens))

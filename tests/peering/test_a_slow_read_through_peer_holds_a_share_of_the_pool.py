@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
-
 from peer import PeerConfig
 from peer.http import PeerLimits
 from peer.sync_http import HttpSyncClient
@@ -20,6 +18,7 @@ from relay.peering.config import PeeringConfig
 from relay.peering.service import build_peering
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 from .hostile_http import raw_peer
@@ -45,10 +44,9 @@ async def test_a_slow_read_through_peer_holds_a_share_of_the_pool() -> None:
         ]
         client = HttpSyncClient(limits=LIMITS)
         relay = create_relay(peering=build_peering(peers, client, config))
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http,
+            asgi_client(relay.app) as http,
         ):
             misses = [http.get(f"/identities/did:dfos:unknown{i}") for i in range(MISSES)]
             answers = await asyncio.gather(*misses)

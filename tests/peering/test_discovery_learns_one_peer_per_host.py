@@ -22,6 +22,7 @@ from relay.peering.discovery import host_of, learn_peers
 from relay.peering.service import Peering, build_peering
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, post
 
 from .healthy_peers import healthy_peers_are_served
@@ -82,10 +83,9 @@ async def test_a_host_listing_many_urls_of_its_own_holds_few_connections() -> No
         relay = create_relay(peering=build_peering(peers, client, config))
         peering = relay.peering
         assert isinstance(peering, Peering)
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http,
+            asgi_client(relay.app) as http,
             httpx.AsyncClient(base_url=good) as good_http,
         ):
             await peering.directory.refresh()  # reads the list: discovery learns from it

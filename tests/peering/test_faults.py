@@ -21,6 +21,7 @@ from relay.testing.server import free_port, serve_on_loopback
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from tests.peering.faulty import FAULTS, faulty_peer
 from tests.peering.mesh import FAST
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 LIMITS = PeerLimits(connect_timeout_s=0.5, read_timeout_s=0.3, max_response_bytes=256 * 1024)
@@ -46,9 +47,7 @@ def _identity_chain(seed: int) -> tuple[str, list[str]]:
 async def _check_relay_survives(relay: Relay, peer_url: str, did: str) -> None:
     peering = relay.peering
     assert isinstance(peering, Peering)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=relay.app), base_url="http://relay.test"
-    ) as c:
+    async with asgi_client(relay.app) as c:
         before = await relay.store.log_length()
         started = time.monotonic()
         # a read-through miss against the bad peer: 404, promptly
