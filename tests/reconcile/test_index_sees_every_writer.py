@@ -19,6 +19,7 @@ from stores.postgres import PostgresStore
 from stores.sqlite import SqliteStore
 from tests.cli.conftest import RelayProcess, postgres_schema_url
 from tests.peering.mesh import post_all
+from tests.support.asgi_client import asgi_client
 from tests.support.backends import PG_URL, pg_schema
 from tests.support.relay_api import PAST_MS, log_cids
 
@@ -60,13 +61,12 @@ async def test_a_second_engine_on_the_same_store_answers_with_the_firsts_commits
             await reader.sync_index.ready()  # built before the writer's commits
             tokens = mixed_workload(80, seed=71, now_ms=PAST_MS)
             await writer.ingest(tokens)
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=reader.app)) as http:
+            async with (
+                asgi_client(reader.app, base_url="http://reader.test") as http,
+                asgi_client(writer.app, base_url="http://w.test") as w,
+            ):
                 need = await need_from_empty(http, "http://reader.test")
-                cids = await log_cids(
-                    httpx.AsyncClient(
-                        transport=httpx.ASGITransport(app=writer.app), base_url="http://w.test"
-                    )
-                )
+                cids = await log_cids(w)
             assert need == {id_from_cid(c) for c in cids}
 
 

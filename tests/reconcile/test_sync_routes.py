@@ -20,6 +20,7 @@ from relay.protocol.timestamps import parse_timestamp
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, log_cids, post
 
 OCTET = {"content-type": "application/octet-stream"}
@@ -31,10 +32,9 @@ async def http(
 ) -> AsyncIterator[httpx.AsyncClient]:
     relay = create_relay(store, config=RelayConfig(sync_max_message_bytes=64 * 1024))
     if request.param == "in-process":
-        transport = httpx.ASGITransport(app=relay.app)
         async with (
             relay.running(),
-            httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c,
+            asgi_client(relay.app) as c,
         ):
             yield c
     else:
@@ -202,10 +202,9 @@ async def test_the_reply_respects_the_clients_frame_limit(store: RelayStore) -> 
     b = WorkloadBuilder(seed=8, start_ms=PAST_MS)
     for _ in range(200):  # 200 ids of 32 bytes do not fit one 4 KiB frame
         b.identity()
-    transport = httpx.ASGITransport(app=relay.app)
     async with (
         relay.running(),
-        httpx.AsyncClient(transport=transport, base_url="http://r.test") as http,
+        asgi_client(relay.app, base_url="http://r.test") as http,
     ):
         for at in range(0, len(b.tokens), 100):
             await post(http, b.tokens[at : at + 100])
