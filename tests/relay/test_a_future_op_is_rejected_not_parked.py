@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from relay import create_relay
@@ -20,6 +19,7 @@ from relay.rules.outcomes import RejectReason, Status
 from relay.testing.workload import WorkloadBuilder
 from stores.base import CommitBatch, PendingOp, RelayStore, waits_for_op
 from tests.stores.conftest import reopen
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, get_json, post
 from tests.support.served import Clock
 
@@ -53,8 +53,7 @@ async def test_a_future_content_op_missing_its_parent_is_rejected_over_http(
 ) -> None:
     relay, _ = clocked
     (identity, genesis, _, late), cid = _content_with_a_gap(61, 24 * HOUR_MS + 1000)
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+    async with asgi_client(relay.app, base_url="http://r") as client:
         results = await post(client, [identity, genesis, late])
         assert results[2]["status"] == "rejected"
         assert results[2]["error"] == TOO_FAR

@@ -19,6 +19,7 @@ from relay.http.operations_body import parse_operations_body
 from relay.parse_pool import OFF_LOOP_BYTES
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.loop_stall import while_measuring_stalls
 from tests.support.relay_api import PAST_MS
 
@@ -47,8 +48,7 @@ async def relay() -> AsyncIterator[Relay]:
 
 @pytest.fixture
 async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=relay.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+    async with asgi_client(relay.app) as client:
         yield client
 
 
@@ -121,8 +121,7 @@ async def test_a_dead_parse_child_costs_no_answer(relay: Relay, client: httpx.As
 async def test_the_parse_child_stops_with_the_relay() -> None:
     relay = by_size_alone(create_relay(MemoryStore()))
     async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
+        async with asgi_client(relay.app, base_url="http://r") as client:
             await client.post("/operations", content=padded(b"{}"))
         child = relay.parse_pool._child
         assert child is not None and child.returncode is None
@@ -137,14 +136,12 @@ async def test_an_ordinary_full_batch_is_parsed_inline() -> None:
     batch = json.dumps({"operations": tokens[:MAX_OPERATIONS_PER_REQUEST]}).encode()
     assert len(batch) > OFF_LOOP_BYTES
     relay = create_relay(MemoryStore())
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            answer = await client.post("/operations", content=batch)
-            assert answer.status_code == 200
-            assert relay.parse_pool._child is None
-            many = b'{"operations": [], "x": [' + b"0," * (OFF_LOOP_BYTES // 2) + b"0]}"
-            assert len(many) > OFF_LOOP_BYTES
-            answer = await client.post("/operations", content=many)
-            assert answer.json() == {"error": "operations must not be empty"}
-            assert relay.parse_pool._child is not None
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        answer = await client.post("/operations", content=batch)
+        assert answer.status_code == 200
+        assert relay.parse_pool._child is None
+        many = b'{"operations": [], "x": [' + b"0," * (OFF_LOOP_BYTES // 2) + b"0]}"
+        assert len(many) > OFF_LOOP_BYTES
+        answer = await client.post("/operations", content=many)
+        assert answer.json() == {"error": "operations must not be empty"}
+        assert relay.parse_pool._child is not None

@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-import httpx
-
 from relay import create_relay
 from relay.testing.workload import WorkloadBuilder
 from stores.base import FeedEntry, LogPage, OperationKind, OperationRecord
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 if TYPE_CHECKING:  # a name of the store interface the routes read through
@@ -102,10 +101,9 @@ async def rows_per_route(n: int) -> list[int]:
     tokens, routes = chains(n)
     store = CountingStore()
     relay = create_relay(store)
-    transport = httpx.ASGITransport(app=relay.app)
     async with (
         relay.running(),
-        httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client,
+        asgi_client(relay.app) as client,
     ):
         await relay.ingest(tokens)
         counts = []

@@ -13,6 +13,7 @@ import pytest
 from relay import create_relay
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, post, statuses
 
 HOUR_MS = 3600 * 1000
@@ -32,10 +33,8 @@ class Clock:
 async def clocked(store: RelayStore) -> AsyncIterator[tuple[httpx.AsyncClient, Clock]]:
     clock = Clock(NOW_MS)
     relay = create_relay(store, clock=clock)
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            yield client, clock
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        yield client, clock
 
 
 def _builder_at(ms: int, seed: int) -> WorkloadBuilder:

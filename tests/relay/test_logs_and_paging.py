@@ -12,6 +12,7 @@ from relay import create_relay
 from relay.protocol import decode_jws
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, get_json, log_cids, post
 
 
@@ -138,10 +139,8 @@ async def test_chain_log_of_unknown_chain_is_404(client: httpx.AsyncClient) -> N
 
 async def test_log_disabled_is_501_but_chain_logs_remain(store: RelayStore) -> None:
     relay = create_relay(store, log=False)
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            response = await client.get("/log")
-            assert response.status_code == 501 and "error" in response.json()
-            log = await get_json(client, f"/identities/{relay.did}/log")
-            assert len(log["entries"]) == 1
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        response = await client.get("/log")
+        assert response.status_code == 501 and "error" in response.json()
+        log = await get_json(client, f"/identities/{relay.did}/log")
+        assert len(log["entries"]) == 1

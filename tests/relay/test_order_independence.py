@@ -34,7 +34,6 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -43,6 +42,7 @@ from relay import create_relay
 from relay.protocol import decode_jws
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.backends import make_store, selected_backends
 from tests.support.relay_api import PAST_MS, get_json, log_cids, post
 from tests.support.waiting_ops import forged_signature, signed_by
@@ -171,40 +171,34 @@ async def _served(
 ) -> dict[str, Any]:
     async with store_cm as store:
         relay = create_relay(store)
-        async with relay.running():
-            transport = httpx.ASGITransport(app=relay.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-                for batch in batches:
-                    await post(client, batch)
-                own = {relay.did}
-                sequenced = {
-                    e["cid"]
-                    for e in (await get_json(client, "/log?limit=1000"))["entries"]
-                    if e["chainId"] not in own
-                }
-                assert len(await log_cids(client)) == len(sequenced) + 2
-                served: dict[str, Any] = {"log": sequenced}
-                for actor in plan.actors:
-                    served[actor.did] = await get_json(client, f"/identities/{actor.did}")
-                    beacon = await client.get(f"/beacons/{actor.did}")
-                    served[f"beacon {actor.did}"] = (
-                        beacon.json() if beacon.status_code == 200 else None
-                    )
-                for chain in plan.chains:
-                    served[chain.content_id] = await get_json(
-                        client, f"/content/{chain.content_id}"
-                    )
-                # the tips each chain keeps (schema v10), forks included
-                for path in [f"/identities/{a.did}/tips" for a in plan.actors] + [
-                    f"/content/{c.content_id}/tips" for c in plan.chains
-                ]:
-                    response = await client.get(path)
-                    served[path] = (response.status_code, response.json())
-                for target, _ in plan.targets:
-                    response = await client.get(f"/countersignatures/{target}")
-                    if response.status_code == 200:
-                        served[f"cs {target}"] = sorted(response.json()["countersignatures"])
-                return served
+        async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+            for batch in batches:
+                await post(client, batch)
+            own = {relay.did}
+            sequenced = {
+                e["cid"]
+                for e in (await get_json(client, "/log?limit=1000"))["entries"]
+                if e["chainId"] not in own
+            }
+            assert len(await log_cids(client)) == len(sequenced) + 2
+            served: dict[str, Any] = {"log": sequenced}
+            for actor in plan.actors:
+                served[actor.did] = await get_json(client, f"/identities/{actor.did}")
+                beacon = await client.get(f"/beacons/{actor.did}")
+                served[f"beacon {actor.did}"] = beacon.json() if beacon.status_code == 200 else None
+            for chain in plan.chains:
+                served[chain.content_id] = await get_json(client, f"/content/{chain.content_id}")
+            # the tips each chain keeps (schema v10), forks included
+            for path in [f"/identities/{a.did}/tips" for a in plan.actors] + [
+                f"/content/{c.content_id}/tips" for c in plan.chains
+            ]:
+                response = await client.get(path)
+                served[path] = (response.status_code, response.json())
+            for target, _ in plan.targets:
+                response = await client.get(f"/countersignatures/{target}")
+                if response.status_code == 200:
+                    served[f"cs {target}"] = sorted(response.json()["countersignatures"])
+            return served
 
 
 def _batches(tokens: list[str], cuts: list[int]) -> list[list[str]]:

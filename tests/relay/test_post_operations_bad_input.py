@@ -21,6 +21,7 @@ from relay.config import MAX_OPERATIONS_PER_REQUEST
 from relay.protocol import sign_operation
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.backends import make_store, selected_backends
 from tests.support.relay_api import PAST_MS, get_json, post, statuses
 
@@ -66,13 +67,11 @@ async def test_exactly_100_items_is_accepted(client: httpx.AsyncClient) -> None:
 
 async def test_body_over_the_configured_cap_is_413(store: RelayStore) -> None:
     relay = create_relay(store, config=RelayConfig(max_body_bytes=1024))
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            big = json.dumps({"operations": ["x" * 2000]})
-            _assert_json_error(await client.post("/operations", content=big), 413)
-            small = await client.post("/operations", json={"operations": ["x" * 100]})
-            assert small.status_code == 200
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        big = json.dumps({"operations": ["x" * 2000]})
+        _assert_json_error(await client.post("/operations", content=big), 413)
+        small = await client.post("/operations", json={"operations": ["x" * 100]})
+        assert small.status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/operations", "/operations/status"])
@@ -273,10 +272,8 @@ async def test_a_deeply_nested_token_has_one_verdict_alone_and_in_a_batch(
         (tmp_path / str(i)).mkdir()
         async with make_store(backend, tmp_path / str(i)) as store:
             relay = create_relay(store)
-            async with relay.running():
-                transport = httpx.ASGITransport(app=relay.app)
-                async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-                    results = await post(client, batch)
+            async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+                results = await post(client, batch)
         assert statuses(results[:1] + results[2:]) == ["new"] * (len(batch) - 1)
         verdicts.append((results[1]["status"], results[1].get("reason")))
     assert verdicts == [("rejected", "malformed")] * 2

@@ -13,6 +13,7 @@ import httpx
 from relay import RelayConfig, create_relay
 from relay.testing.workload import WorkloadBuilder
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS, get_json, post, statuses
 
 
@@ -132,22 +133,20 @@ async def test_flood_of_invalid_ops_does_not_slow_later_requests(client: httpx.A
 
 async def test_bounded_buffer_answers_buffer_full(store: RelayStore) -> None:
     relay = create_relay(store, config=RelayConfig(max_pending=3))
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            b = WorkloadBuilder(seed=38, start_ms=PAST_MS)
-            ghost = b.identity()
-            for _ in range(5):
-                b.artifact(ghost)
-            results = await post(client, b.tokens[1:])
-            assert statuses(results) == ["rejected"] * 5
-            full = [r for r in results if "buffer" in r["error"]]
-            assert len(full) == 2
-            assert await store.count_unsequenced() == 3
-            # Buffer-full is not permanent: once there is room the op is taken.
-            assert statuses(await post(client, b.tokens[:1])) == ["new"]
-            retry = await post(client, [b.tokens[1 + results.index(full[0])]])
-            assert statuses(retry) == ["new"]
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        b = WorkloadBuilder(seed=38, start_ms=PAST_MS)
+        ghost = b.identity()
+        for _ in range(5):
+            b.artifact(ghost)
+        results = await post(client, b.tokens[1:])
+        assert statuses(results) == ["rejected"] * 5
+        full = [r for r in results if "buffer" in r["error"]]
+        assert len(full) == 2
+        assert await store.count_unsequenced() == 3
+        # Buffer-full is not permanent: once there is room the op is taken.
+        assert statuses(await post(client, b.tokens[:1])) == ["new"]
+        retry = await post(client, [b.tokens[1 + results.index(full[0])]])
+        assert statuses(retry) == ["new"]
 
 
 async def test_resubmitted_waiting_ops_answer_their_final_outcome(relay: object) -> None:

@@ -11,6 +11,7 @@ from relay.config import PROFILE_SCHEMA
 from relay.protocol import TYP_ARTIFACT, decode_jws, decode_multikey, verify_jws
 from relay.version import PROTOCOL_NAME, RELAY_VERSION
 from stores.base import RelayStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import get_json
 
 
@@ -35,10 +36,8 @@ async def test_well_known_has_every_required_field(client: httpx.AsyncClient, re
 
 async def test_well_known_reflects_disabled_log_and_content(store: RelayStore) -> None:
     relay = create_relay(store, content=False, log=False)
-    async with relay.running():
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://r") as client:
-            body = await get_json(client, "/.well-known/dfos-relay")
+    async with relay.running(), asgi_client(relay.app, base_url="http://r") as client:
+        body = await get_json(client, "/.well-known/dfos-relay")
     assert body["content"] is False and body["log"] is False and body["proof"] is True
 
 
