@@ -13,6 +13,7 @@ from relay import create_relay
 from relay.testing.workload import WorkloadBuilder
 from stores.base import FeedEntry, OperationKind, OperationRecord
 from stores.memory import MemoryStore
+from tests.support.asgi_client import asgi_client
 from tests.support.relay_api import PAST_MS
 
 LIMIT = 20
@@ -94,8 +95,7 @@ async def test_every_page_reads_about_as_many_rows_as_it_serves() -> None:
     async with relay.running():
         for i in range(0, len(tokens), 50):  # as they come: the log interleaves them
             await relay.ingest(tokens[i : i + 50])
-        transport = httpx.ASGITransport(app=relay.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+        async with asgi_client(relay.app) as client:
             rows = await rows_per_page(store, client, content_id)
     assert len(rows) > 40
     # a page reads its stretch of the log (twice the limit at most, reads

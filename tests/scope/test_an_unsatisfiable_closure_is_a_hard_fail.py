@@ -21,6 +21,7 @@ from relay.peering.service import build_peering
 from relay.scope import parse_scope
 from relay.testing.server import serve_on_loopback
 from tests.peering.mesh import FAST
+from tests.support.asgi_client import asgi_client
 
 from .world import build_world, remove_identity
 
@@ -54,11 +55,12 @@ async def test_a_missing_closure_member_holds_the_link_in_repairing(
         flags = {"gossip": False, "read_through": False, "sync": False, behaviour: True}
         peering = build_peering([PeerConfig(serving_url, **flags)], config=config)
         consumer = create_relay(store_from_url("memory://"), peering=peering)
-        async with consumer.running():
-            client = httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=consumer.app, client=("127.0.0.1", 5000)),
-                base_url="http://consumer.test",
-            )
+        async with (
+            consumer.running(),
+            asgi_client(
+                consumer.app, client=("127.0.0.1", 5000), base_url="http://consumer.test"
+            ) as client,
+        ):
 
             async def in_link() -> dict[str, Any] | None:
                 peers = (await client.get("/peers")).json()["peers"]
@@ -92,4 +94,3 @@ async def test_a_missing_closure_member_holds_the_link_in_repairing(
             assert "missing" not in link["diagnostics"] and not link["pending"]
             assert not link["diagnostics"].get("waiting")
             assert await consumer.store.get_operation(world.countersign) is not None
-            await client.aclose()
