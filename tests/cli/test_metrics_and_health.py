@@ -18,17 +18,12 @@ from tests.support.asgi_client import asgi_client
 from .test_serve_command import metric
 
 
+# the shared ``client`` fixture (tests/conftest.py) reaches this relay
 @pytest.fixture
 async def relay() -> AsyncIterator[Relay]:
     r = create_relay()
     async with r.running():
         yield r
-
-
-@pytest.fixture
-async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    async with asgi_client(relay.app) as c:
-        yield c
 
 
 async def test_ingestion_counts_by_kind_and_status(client: httpx.AsyncClient) -> None:

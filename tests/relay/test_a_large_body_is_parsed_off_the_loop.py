@@ -39,17 +39,12 @@ def by_size_alone(relay: Relay) -> Relay:
     return relay
 
 
+# the shared ``client`` fixture (tests/conftest.py) reaches this relay
 @pytest.fixture
 async def relay() -> AsyncIterator[Relay]:
     relay = by_size_alone(create_relay(MemoryStore()))
     async with relay.running():
         yield relay
-
-
-@pytest.fixture
-async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    async with asgi_client(relay.app) as client:
-        yield client
 
 
 def padded(body: bytes) -> bytes:
