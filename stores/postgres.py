@@ -24,10 +24,13 @@ locks beyond ACCESS SHARE, so it never blocks ingestion.
 
 Durability. Sessions run with ``synchronous_commit=on`` unless the URL's
 query names it (the server's default does not decide). With ``off`` a
-crash of the server may lose the last commits: every new connection first
-checks whether the server restarted since (``stores.postgres_server_start``),
-and a new feed epoch is started if so; this process's feed is told
-(``watch_epoch``) before the connection is used.
+crash of the server may lose the last commits, and a failover to a standby
+that had not received them loses them in any case: every new connection
+first checks whether the server restarted since, or lost commits this
+process knew of (``stores.postgres_server_start``), and a new feed epoch is
+started if so; this process's feed is told (``watch_epoch``) before the
+connection is used. What it knows is kept in memory where it learns a seq
+anyway (a commit's new head, a head read), never by another round trip.
 
 Pushed commits. A session that assigned positions NOTIFYs the new head on
 the log's channel with its COMMIT; ``watch_commits`` LISTENs on a
@@ -55,7 +58,7 @@ from stores.base import StoreError
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.postgres_lease import AdvisoryLease
 from stores.postgres_listen import APPLICATION_NAME, CommitListener
-from stores.postgres_server_start import check_server_start
+from stores.postgres_server_start import Known, check_server_start
 from stores.sql.audit import SqlAuditSnapshot
 from stores.sql.conn import Conn
 from stores.sql.dialect import POSTGRES
@@ -172,6 +175,7 @@ class PostgresStore(SqlStore):
         self._leases = HandedOut()
         self._migrated = False  # new connections check the server start once it is
         self._server_start: datetime | None = None  # as this process last saw it
+        self._known_seq = 0  # the highest seq it saw committed under that start
         self._epoch_watchers: list[Callable[[], None]] = []
         self._listeners: set[CommitListener] = set()  # watch_commits not yet stopped
 
@@ -231,13 +235,26 @@ class PostgresStore(SqlStore):
         where = f"Postgres database {_where(self.dsn)}" + (
             f" schema {self.schema}" if self.schema else ""
         )
-        seen = await check_server_start(conn, where)
+        known = Known(self._server_start, self._known_seq)
+        seen = await check_server_start(conn, where, known)
         before, self._server_start = self._server_start, seen.started
+        if before != seen.started and seen.first_head is not None:
+            # the first check of this process on this start: seqs it knew past
+            # the head there were lost (and the epoch changed): given again
+            self._known_seq = min(self._known_seq, seen.first_head)
         if seen.new_epoch is not None or before not in (None, seen.started):
             # whoever started a new epoch (this check, another connection or
             # process), this process learns it before using the connection
             for watcher in self._epoch_watchers:
                 watcher()
+
+    def _saw_committed(self, seq: int) -> None:
+        self._known_seq = max(self._known_seq, seq)
+
+    async def log_length(self) -> int:
+        head = await super().log_length()
+        self._saw_committed(head)  # read through a checked connection
+        return head
 
     def watch_epoch(self, on_doubt: Callable[[], None]) -> None:
         self._epoch_watchers.append(on_doubt)
@@ -327,6 +344,7 @@ class PostgresStore(SqlStore):
                         # delivered at COMMIT to every process watching the log
                         notify = f"SELECT pg_notify('{self._channel}', '{session.new_head}')"
                         await conn.execute(f"{notify}; COMMIT")
+                        self._saw_committed(session.new_head)
                     else:
                         await conn.execute("COMMIT" if commit else "ROLLBACK")
 

@@ -37,7 +37,9 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``ops_children``   ops by parent CID and position (v9): a chain's tips are
                      its ops without a child, found without reading the chain
 - ``server_start``   Postgres only: the database server's start the store last
-                     saw, and whether commits were asynchronous under it (v10)
+                     saw, and whether commits were asynchronous under it (v10);
+                     the log's head when that start was first seen, and whether
+                     a new feed epoch was started for it (v11)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -339,6 +341,20 @@ _V10: list[str | Only] = [
     ),
 ]
 
+# Postgres only: the log's head when the recorded start was first seen
+# (``first_head``), and whether a new feed epoch was started for that start
+# (``renewed``): a process that knew a seq past that head finds its commits
+# lost, and starts one epoch for the loss, whichever process finds it first.
+# ``noted`` is the start both describe: a v10 relay still running records a
+# start without them. NULL: not noted yet.
+_V11: list[str | Only] = [
+    Only(
+        "postgres",
+        "ALTER TABLE server_start ADD COLUMN noted TIMESTAMPTZ, "
+        "ADD COLUMN first_head BIGINT, ADD COLUMN renewed BOOLEAN NOT NULL DEFAULT false",
+    ),
+]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -351,6 +367,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     8: _V8,
     9: _V9,
     10: _V10,
+    11: _V11,
 }
 LATEST_VERSION = max(MIGRATIONS)
 
