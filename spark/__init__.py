@@ -1,6 +1,8 @@
 """Convergence check over relay log dumps, as PySpark jobs (issue 6).
 
-Modules: ``dumps`` (read and validate JSON Lines dumps), ``replay`` (decode
+Modules: ``dumps`` (read and validate JSON Lines dumps), ``lines`` (the
+line-length bound and the audit of what the JSON reader cannot see of a
+line: JSON arrays, over-long lines), ``replay`` (decode
 JWS payloads in Spark columns, per-relay DAG tips and heads), ``tokens`` (the
 one shuffle: each distinct entry once, with a bitmask of the relays holding
 it), ``compare`` (difference tables), ``verify`` and ``verify_ops``

@@ -9,9 +9,10 @@ computed on that error path, so the hot path stays in Spark's JSON reader;
 since that reader turns a number or object into the string of its JSON text,
 a field that reads like one sends its file down the error path, where
 ``malformed_reason`` judges each line by its JSON types.
-Known gap of that reader: a line holding a JSON array of entry objects is
-read as those entries rather than rejected (Spark's JSON source treats a
-top-level array as several records).
+That reader reads a line holding a JSON array as its entries, and no reader
+keeps a line longer than ``MAX_LINE_BYTES``: ``spark.lines`` audits the
+lines in a text pass, so an array line is reported as malformed and an
+over-long line as too long, never read as entries or dropped.
 
 Not checked here: tokens are not decoded (``replay``) nor verified (``verify``).
 """
@@ -21,16 +22,24 @@ from __future__ import annotations
 import json
 from functools import reduce
 from typing import Any
-from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from spark.dumpargs import DumpSpec, InputError, is_remote, parse_dump_args
+from spark.dumpargs import DumpSpec, InputError, parse_dump_args
+from spark.lines import (
+    MAX_LINE_BYTES,
+    READ_OPTIONS,
+    audit_lines,
+    check_line_lengths,
+    shown_file,
+    spark_path,
+)
 
 __all__ = [
     "KINDS",
+    "MAX_LINE_BYTES",
     "DumpSpec",
     "InputError",
     "check_entries",
@@ -47,21 +56,11 @@ ENTRY_SCHEMA = StructType(
 _READ_SCHEMA = StructType([*ENTRY_SCHEMA.fields, StructField("_corrupt", StringType())])
 _MAX_REPORTED_LINES = 5
 _MAX_SHOWN = 64  # characters of an offending value in an error line
-_GLOB_CHARS = frozenset("\\[]{}*?")  # Hadoop's glob syntax, escaped by a backslash
 # The JSON text of a number, as the reader keeps it (``_suspect``); content
 # chain ids may start with a digit, so a first character is not enough.
 _NUMBER = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 _NUMBER_STARTS = ("-", *"0123456789")
 _READ_FAILED = "FAILED_READ_FILE"  # Spark's error class for a file it cannot read
-
-
-def _spark_path(path: str) -> str:
-    """``path`` as Spark must be given it: a local dump exists as named
-    (``parse_dump_args``), so its glob characters are escaped; a remote
-    path may be a glob on purpose."""
-    if is_remote(path):
-        return path
-    return "".join(f"\\{c}" if c in _GLOB_CHARS else c for c in path)
 
 
 def _read_raw(spark: SparkSession, spec: DumpSpec) -> DataFrame:
@@ -71,11 +70,12 @@ def _read_raw(spark: SparkSession, spec: DumpSpec) -> DataFrame:
     quotes and NaN are not JSON (``malformed_reason`` agrees)."""
     return (
         spark.read.schema(_READ_SCHEMA)
+        .options(**READ_OPTIONS)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt")
         .option("allowSingleQuotes", "false")
         .option("allowNonNumericNumbers", "false")
-        .json(_spark_path(spec.path))
+        .json(spark_path(spec.path))
     )
 
 
@@ -135,25 +135,35 @@ def read_entries(spark: SparkSession, specs: list[DumpSpec]) -> DataFrame:
 
 
 def check_entries(spark: SparkSession, specs: list[DumpSpec], entries: DataFrame) -> None:
-    """Raise ``InputError`` naming file and line when ``entries`` has a
-    malformed line. ``entries`` is ``read_entries`` (or a table derived from
-    it that keeps ``ok`` and either ``relay`` or the relay bitmask words of
-    ``spark.tokens``); one small Spark job when every line is well formed.
-    Lines that are only suspect (``_suspect``) are judged line by line."""
+    """Raise ``InputError`` naming file and line when a dump has an
+    over-long line (``spark.lines``) or a malformed line. ``entries`` is
+    ``read_entries`` (or a table derived from it that keeps ``ok`` and either
+    ``relay`` or the relay bitmask words of ``spark.tokens``); a text pass
+    over the dumps and one small Spark job when every line is well formed.
+    Lines that are only suspect (``_suspect``) are judged line by line, as
+    are the files holding a JSON array line (which the reader took for
+    entries)."""
     from spark.tokens import held_by
 
+    audits = audit_lines(spark, specs)
+    check_line_lengths(spark, audits)  # before: a skipped line shifts line numbers
+    arrays: dict[str, list[str]] = {}
+    for audit in audits:
+        if audit.arrays:
+            arrays.setdefault(audit.relay, []).append(audit.file)
     names = sorted(s.relay for s in specs)
     relay = F.col("relay") if "relay" in entries.columns else held_by(names).getItem(0)
     bad = entries.where(~F.col("ok")).select(relay.alias("relay")).distinct().collect()
-    flagged = {row["relay"] for row in bad}
+    flagged = {row["relay"] for row in bad} | set(arrays)
     for spec in sorted((s for s in specs if s.relay in flagged), key=lambda s: s.relay):
-        _check_dump(spark, spec)
+        _check_dump(spark, spec, arrays.get(spec.relay, []))
 
 
-def _check_dump(spark: SparkSession, spec: DumpSpec) -> None:
-    """Error path: the files of ``spec`` with flagged lines, checked line by
+def _check_dump(spark: SparkSession, spec: DumpSpec, array_files: list[str]) -> None:
+    """Error path: the files of ``spec`` with flagged lines (and
+    ``array_files``, whose array lines read as entries), checked line by
     line; raise on the first holding a malformed line."""
-    flagged = (
+    rows = (
         _read_raw(spark, spec)
         .select(
             F.input_file_name().alias("file"),
@@ -163,17 +173,17 @@ def _check_dump(spark: SparkSession, spec: DumpSpec) -> None:
         .where(~F.col("formed") | F.col("suspect"))
         .groupBy("file")
         .agg(F.bool_and("formed").alias("formed"))
-        .orderBy("file")
         .collect()
     )
-    for row in flagged:
-        found = _malformed_lines(spark, spec, row["file"])
-        shown = _shown(row["file"])
+    formed = {row["file"]: row["formed"] for row in rows} | dict.fromkeys(array_files, False)
+    for file in sorted(formed):
+        found = _malformed_lines(spark, spec, file)
+        shown = shown_file(file)
         if found:
             raise InputError(
                 "; ".join(f"{shown}:{n}: {reason} (relay {spec.relay})" for n, reason in found)
             )
-        if not row["formed"]:
+        if not formed[file]:
             raise InputError(f"{shown} (relay {spec.relay}): malformed log entry")
 
 
@@ -238,12 +248,6 @@ def _clipped(value: str) -> str:
     return shown if len(shown) <= _MAX_SHOWN else f"{shown[: _MAX_SHOWN - 4]}...{shown[-1]}"
 
 
-def _shown(file: str) -> str:
-    """``input_file_name``'s URI as the user wrote the path."""
-    local = file.removeprefix("file://") if file.startswith("file:///") else file
-    return unquote(local.removeprefix("file:"))
-
-
 def _malformed_lines(spark: SparkSession, spec: DumpSpec, file: str) -> list[tuple[int, str]]:
     """Error path only: number the lines of ``file`` (one of ``spec``'s, as
     ``input_file_name`` names it); the first bad ones. The file is found
@@ -251,7 +255,10 @@ def _malformed_lines(spark: SparkSession, spec: DumpSpec, file: str) -> list[tup
     a URI (escaped), and ``textFile`` would also split it at commas and
     expand glob characters."""
     lines = (
-        spark.read.text(_spark_path(spec.path)).where(F.input_file_name() == file).select("value")
+        spark.read.options(**READ_OPTIONS)
+        .text(spark_path(spec.path))
+        .where(F.input_file_name() == file)
+        .select("value")
     )
     numbered = lines.rdd.map(lambda row: row[0]).zipWithIndex()
     found = (
