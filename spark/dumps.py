@@ -242,10 +242,12 @@ def malformed_reason(line: str) -> str | None:
 
 
 def _clipped(value: str) -> str:
-    """``value`` quoted for an error line, cut to a length a terminal shows
-    (a dump line may be as long as the reader takes)."""
-    shown = repr(value)
-    return shown if len(shown) <= _MAX_SHOWN else f"{shown[: _MAX_SHOWN - 4]}...{shown[-1]}"
+    """``value`` quoted for an error line: its first ``_MAX_SHOWN``
+    characters and, when cut, its length (a dump line may be as long as
+    ``MAX_LINE_BYTES``). Only the shown part is quoted."""
+    if len(value) <= _MAX_SHOWN:
+        return repr(value)
+    return f"{value[:_MAX_SHOWN]!r}... ({len(value)} characters)"
 
 
 def _malformed_lines(spark: SparkSession, spec: DumpSpec, file: str) -> list[tuple[int, str]]:

@@ -93,22 +93,3 @@ def test_chain_ids_starting_with_a_digit_are_read_in_one_pass(
     b.write_text("".join(json.dumps(e) + "\n" for e in digits))
     flagged = read_entries(spark, parse_dump_args([str(b)])).where("NOT ok").count()
     assert flagged == 0
-
-
-@pytest.mark.parametrize(
-    ("kind", "shown"),
-    [("bogus", "'bogus'"), ("k" * 100_000, "'" + "k" * 59 + "...'")],
-    ids=["short", "100k-characters"],
-)
-def test_an_unknown_kind_is_named_in_one_short_line(
-    spark: Any,
-    dump: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    kind: str,
-    shown: str,
-) -> None:
-    entry = json.loads(dump.read_text().splitlines()[0])
-    bad, line = with_last_line(dump, tmp_path, json.dumps({**entry, "kind": kind}))
-    assert run_convergence(["--quiet", f"a={dump}", f"b={bad}"], spark=spark) == EXIT_BAD_INPUT
-    assert capsys.readouterr().err.strip() == f"error: {bad}:{line}: unknown kind {shown} (relay b)"
