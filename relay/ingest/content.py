@@ -16,9 +16,8 @@ from relay.protocol import (
     verify_content_extension,
     verify_content_genesis,
 )
-from relay.rules.heads import is_new_head
 from relay.rules.outcomes import Rejected, RejectReason
-from stores.base import ChainRecord, OperationRecord
+from stores.base import OperationRecord
 
 from .common import (
     Accepted,
@@ -96,27 +95,14 @@ def _verify_extension(
 
 def _stage(sub: Submitted, verified: VerifiedContentOp, view: StateView) -> None:
     op = verified.operation
-    state = verified.state.to_record()
-    view.stage_operation(
-        OperationRecord(
-            cid=sub.cid,
-            jws_token=sub.token,
-            kind="content-op",
-            chain_id=verified.content_id,
-            author_did=verified.signer_did,
-            parent_cid=op.previous_cid,
-            created_at_ms=op.created_at_ms,
-            state=state,
-        )
+    record = OperationRecord(
+        cid=sub.cid,
+        jws_token=sub.token,
+        kind="content-op",
+        chain_id=verified.content_id,
+        author_did=verified.signer_did,
+        parent_cid=op.previous_cid,
+        created_at_ms=op.created_at_ms,
+        state=verified.state.to_record(),
     )
-    chain = view.chain(verified.content_id)
-    if chain is None:
-        view.stage_chain(
-            ChainRecord(verified.content_id, "content", sub.cid, sub.cid, op.created_at_ms, state)
-        )
-    elif is_new_head(op.created_at_ms, sub.cid, chain.head_created_at_ms, chain.head_cid):
-        view.stage_chain(
-            ChainRecord(
-                verified.content_id, "content", chain.genesis_cid, sub.cid, op.created_at_ms, state
-            )
-        )
+    view.stage_chain_op(record, "content")

@@ -17,9 +17,8 @@ from relay.protocol import (
     verify_identity_extension,
     verify_identity_genesis,
 )
-from relay.rules.heads import is_new_head
 from relay.rules.outcomes import Rejected, RejectReason
-from stores.base import ChainRecord, IdentityKeyRecord, OperationRecord
+from stores.base import IdentityKeyRecord, OperationRecord
 
 from .common import (
     Accepted,
@@ -85,30 +84,17 @@ def _verify_extension(
 
 def _stage(sub: Submitted, verified: VerifiedIdentityOp, view: StateView) -> None:
     op = verified.operation
-    state = verified.state.to_record()
-    view.stage_operation(
-        OperationRecord(
-            cid=sub.cid,
-            jws_token=sub.token,
-            kind="identity-op",
-            chain_id=verified.did,
-            author_did=verified.did,
-            parent_cid=op.previous_cid,
-            created_at_ms=op.created_at_ms,
-            state=state,
-        )
+    record = OperationRecord(
+        cid=sub.cid,
+        jws_token=sub.token,
+        kind="identity-op",
+        chain_id=verified.did,
+        author_did=verified.did,
+        parent_cid=op.previous_cid,
+        created_at_ms=op.created_at_ms,
+        state=verified.state.to_record(),
     )
-    chain = view.chain(verified.did)
-    if chain is None:
-        view.stage_chain(
-            ChainRecord(verified.did, "identity", sub.cid, sub.cid, op.created_at_ms, state)
-        )
-    elif is_new_head(op.created_at_ms, sub.cid, chain.head_created_at_ms, chain.head_cid):
-        view.stage_chain(
-            ChainRecord(
-                verified.did, "identity", chain.genesis_cid, sub.cid, op.created_at_ms, state
-            )
-        )
+    view.stage_chain_op(record, "identity")
     view.stage_keys(
         IdentityKeyRecord(verified.did, key.id, key.public_key_multibase)
         for key in verified.state.all_keys()

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from relay.protocol import decode_multikey, resolve_from_key_index
+from relay.rules.heads import is_new_head
 from stores.base import (
     BeaconRecord,
+    ChainKind,
     ChainRecord,
     CommitBatch,
     IdentityKeyRecord,
@@ -184,6 +186,23 @@ class StateView:
     def stage_chain(self, chain: ChainRecord) -> None:
         self._chains[chain.chain_id] = chain
         self.batch.chains[chain.chain_id] = chain
+
+    def stage_chain_op(self, op: OperationRecord, kind: ChainKind) -> None:
+        """Stage an identity or content op and its chain: begun by a genesis,
+        its head (and head state, the op's) moved by an op that wins the head
+        rule."""
+        state = op.state
+        assert state is not None, "a chain op carries the chain's state after it"
+        self.stage_operation(op)
+        chain = self._chains.get(op.chain_id)
+        if chain is None:
+            head = ChainRecord(op.chain_id, kind, op.cid, op.cid, op.created_at_ms, state)
+        elif is_new_head(op.created_at_ms, op.cid, chain.head_created_at_ms, chain.head_cid):
+            genesis = chain.genesis_cid
+            head = ChainRecord(op.chain_id, kind, genesis, op.cid, op.created_at_ms, state)
+        else:
+            return
+        self.stage_chain(head)
 
     def stage_keys(self, records: Iterable[IdentityKeyRecord]) -> None:
         for rec in records:
