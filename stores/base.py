@@ -656,10 +656,12 @@ class FeedStore(Protocol):
         """Call ``on_head(head_seq)`` on every commit by any process sharing
         this store, if the backend can push that (Postgres LISTEN/NOTIFY);
         returns the coroutine that stops watching, or None when it cannot.
-        A push that is lost (its connection died) calls ``on_listening(False)``
-        (commits by others are then heard of only by polling) and is restored
-        by the store, which then calls ``on_head`` with the head as of then
-        (covering the commits made meanwhile) and ``on_listening(True)``."""
+        ``on_listening(True)`` once it pushes (at once, or later when it could
+        not at first and keeps trying; until then commits by others are heard
+        of only by polling). A push that is lost (its connection died) calls
+        ``on_listening(False)`` and is restored by the store, which then calls
+        ``on_head`` with the head as of then (covering the commits made
+        meanwhile) and ``on_listening(True)``."""
         ...
 
     def watch_epoch(self, on_doubt: Callable[[], None]) -> None:

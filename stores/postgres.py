@@ -34,8 +34,8 @@ anyway (a commit's new head, a head read), never by another round trip.
 
 Pushed commits. A session that assigned positions NOTIFYs the new head on
 the log's channel with its COMMIT; ``watch_commits`` LISTENs on a
-connection of its own, kept (reconnected when lost) by
-``stores.postgres_listen``.
+connection of its own, kept (retried when it fails at first, reconnected
+when lost) by ``stores.postgres_listen``.
 
 Every batch is one transaction. The schema is created or migrated on
 ``open()`` under a second advisory lock (concurrent starts are safe); a

@@ -9,6 +9,11 @@ loss is heard at once when the socket closes (a server restart,
 ``pg_terminate_backend``), and found by a ``SELECT 1`` every
 ``CHECK_INTERVAL_S`` when it does not (a network blip).
 
+``start()`` LISTENs and calls ``on_listening(True)``. When that first
+LISTEN fails (the server down or refusing connections at that moment), one
+warning, and it is retried as a lost one is, below: the feed polls at its
+base interval until then, as it does before any ``on_listening(True)``.
+
 On a loss: ``on_listening(False)`` (the feed polls at its base interval),
 one warning, then reconnects with a doubling backoff, from
 ``BACKOFF_FIRST_S`` up to ``BACKOFF_MAX_S`` (never a tight loop against a
@@ -23,9 +28,7 @@ read) and closes the connection.
 
 Not checked: whether the server restarted (``stores.postgres_server_start``):
 that head only wakes subscribers, whose reads go through the pool, and a new
-pool connection checks before it is used. The first connection is made by
-``start()``: when it fails, ``StoreError`` and no loop (the feed polls at
-its base interval, as before).
+pool connection checks before it is used.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from relay.protocol.untrusted import ascii_decimal
-from stores.base import StoreError
 from stores.postgres_errors import CONNECTION_ERRORS
 
 log = logging.getLogger("dfos_relay.store")
@@ -80,11 +82,17 @@ class CommitListener:
         self._failures = 0  # reconnects since one that lasted: the next backoff
 
     async def start(self) -> None:
-        """LISTEN, and keep it; ``StoreError`` when the server cannot be reached."""
+        """LISTEN, and keep it; when it cannot LISTEN yet, keep trying."""
         try:
             self._conn = await self._listen()
         except CONNECTION_ERRORS as exc:
-            raise StoreError(f"cannot LISTEN on Postgres at {self._where}: {exc}") from exc
+            log.warning(
+                "cannot LISTEN on Postgres at %s (%s); polling the head seq until it can",
+                self._where,
+                exc,
+            )
+        else:
+            self._on_listening(True)
         self._task = asyncio.get_running_loop().create_task(self._keep())
 
     async def stop(self) -> None:
@@ -114,6 +122,10 @@ class CommitListener:
     async def _keep(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
+            if self._conn is None:  # the first LISTEN failed, or the last one was lost
+                self._conn = await self._reconnect()
+                self._on_listening(True)
+                log.info("LISTENing on Postgres at %s", self._where)
             since = loop.time()
             await self._until_lost(self._conn)
             self._conn.terminate()
@@ -126,9 +138,6 @@ class CommitListener:
             )
             if loop.time() - since >= BACKOFF_MAX_S:
                 self._failures = 0  # it lasted: a new loss, not a server that drops each one
-            self._conn = await self._reconnect()
-            self._on_listening(True)
-            log.info("LISTENing again on Postgres at %s", self._where)
 
     async def _until_lost(self, conn: Any) -> None:
         lost = asyncio.Event()

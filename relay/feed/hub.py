@@ -204,17 +204,17 @@ class FeedHub:
             self._poller = None
 
     async def watch(self, store: FeedStore) -> None:
-        """Take commits pushed by the store (Postgres LISTEN/NOTIFY), if it can."""
+        """Take commits pushed by the store (Postgres LISTEN/NOTIFY), if it can.
+        The poll stays at its base interval until the store says it pushes
+        (which may be later: its first LISTEN is retried when it fails)."""
         try:
             self._unwatch = await store.watch_commits(self.notify, self._pushed)
         except Exception as exc:  # the head-seq poll still covers other processes
             log.warning("cannot watch commits, polling instead: %s", exc)
             self._unwatch = None
-        if self._unwatch is not None:
-            self._pushed(True)
 
     def _pushed(self, listening: bool) -> None:
-        """The store pushes commits (again), or has lost its push: poll only
+        """The store pushes commits (now or again), or has lost its push: poll only
         as a safety net, or at the base interval, from now on."""
         if listening:
             self._poll_interval_s = max(self._base_poll_s, PUSHED_POLL_INTERVAL_S)

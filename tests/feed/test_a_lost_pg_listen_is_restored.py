@@ -38,7 +38,7 @@ pytestmark = [
 
 WAKE_S = 1.0  # the issue: a commit on any worker wakes subscribers on every worker within 1 s
 LOST = "lost the LISTEN connection"
-BACK = "LISTENing again"
+BACK = "LISTENing on Postgres"
 
 
 async def admin(sql: str, *args: object) -> object:

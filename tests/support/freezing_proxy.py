@@ -18,6 +18,7 @@ class FreezingProxy:
         self._open: list[asyncio.Event] = []  # per connection: set while it passes data
         self._pumps: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.accepted = 0  # connections opened through it (refused upstream or not)
 
     def freeze(self) -> None:
         """Stop every connection open now; later ones are not affected."""
@@ -33,6 +34,7 @@ class FreezingProxy:
                 await task
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         up_reader, up_writer = await asyncio.open_connection(*self._target)
         passing = asyncio.Event()
         passing.set()
