@@ -18,13 +18,15 @@ On a loss: ``on_listening(False)`` (the feed polls at its base interval),
 one warning, then reconnects with a doubling backoff, from
 ``BACKOFF_FIRST_S`` up to ``BACKOFF_MAX_S`` (never a tight loop against a
 down server, nor against one that drops each new connection: the backoff
-starts over only after a connection that lasted). Once it LISTENs again:
-``on_head`` with the head as of then, read on the new connection after the
-LISTEN (so a commit made during the gap is told by the one or the other;
-and not through the pool, whose connections a network blip may have left
-hanging), then ``on_listening(True)`` and one info. Retries log at debug
-only. ``stop()`` cancels the loop wherever it is (a backoff, a connect, a
-read) and closes the connection.
+starts over only after a connection that lasted). Each wait is jittered,
+drawn from the upper half of its bound, so that the workers of every relay
+on a server that restarts do not all reconnect at the same instants. Once
+it LISTENs again: ``on_head`` with the head as of then, read on the new
+connection after the LISTEN (so a commit made during the gap is told by the
+one or the other; and not through the pool, whose connections a network
+blip may have left hanging), then ``on_listening(True)`` and one info.
+Retries log at debug only. ``stop()`` cancels the loop wherever it is (a
+backoff, a connect, a read) and closes the connection.
 
 Not checked: whether the server restarted (``stores.postgres_server_start``):
 that head only wakes subscribers, whose reads go through the pool, and a new
@@ -36,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,16 +50,20 @@ log = logging.getLogger("dfos_relay.store")
 APPLICATION_NAME = "dfos-relay-listen"  # in pg_stat_activity, unless the URL names one
 CHECK_INTERVAL_S = 5.0  # a connection that died without closing its socket is found this often
 CHECK_TIMEOUT_S = 2.0
-BACKOFF_FIRST_S = 0.1  # the first reconnect waits this long, the next ones twice the last...
+BACKOFF_FIRST_S = 0.1  # the first reconnect waits up to this long, the next ones twice the last...
 BACKOFF_MAX_S = 5.0  # ...up to this
 READ_TIMEOUT_S = 5.0  # the head read after a reconnect
 STOP_TIMEOUT_S = 2.0
 
 
-def backoff_s(failures: int) -> float:
+def backoff_s(failures: int, draw: float) -> float:
     """How long to wait before the reconnect that follows ``failures``
-    failed ones (0: the first after a loss)."""
-    return min(BACKOFF_FIRST_S * 2 ** min(failures, 16), BACKOFF_MAX_S)
+    failed ones (0: the first after a loss), for ``draw`` in [0, 1)
+    (``random.random()``): in [bound / 2, bound), where the bound doubles
+    from ``BACKOFF_FIRST_S`` up to ``BACKOFF_MAX_S``. Half of it is jitter,
+    which spreads reconnects; the other half keeps them from a tight loop."""
+    bound = min(BACKOFF_FIRST_S * 2 ** min(failures, 16), BACKOFF_MAX_S)
+    return bound * (1.0 + draw) / 2
 
 
 class CommitListener:
@@ -156,7 +163,7 @@ class CommitListener:
     async def _reconnect(self) -> Any:
         """A connection that LISTENs again, once the head as of then is told."""
         while True:
-            await asyncio.sleep(backoff_s(self._failures))
+            await asyncio.sleep(backoff_s(self._failures, random.random()))
             self._failures += 1
             try:
                 conn = await self._listen()

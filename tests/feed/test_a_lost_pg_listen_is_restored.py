@@ -5,6 +5,8 @@ the store hears the loss, the hub polls at its base interval until the
 store LISTENs again, and the store then tells the head as of then, so a
 commit made during the gap is not left to the next poll. Stopping the hub,
 or closing the store, stops the reconnecting at once, even in a backoff.
+The backoff is jittered: workers that lose their LISTEN together (a server
+restart) do not all reconnect at the same instants.
 
 Each worker is a ``PostgresStore`` of its own on one scratch database (the
 LISTEN connection is ended from outside, and new connections to the
@@ -223,8 +225,47 @@ async def test_a_server_that_drops_every_listen_is_not_retried_in_a_tight_loop()
                 await asyncio.sleep(0.05)
 
 
-def test_reconnects_back_off_to_a_bound_and_never_retry_at_once() -> None:
-    waits = [backoff_s(n) for n in range(100)]
-    assert waits[0] == BACKOFF_FIRST_S > 0
-    assert waits == sorted(waits) and max(waits) == BACKOFF_MAX_S
+@pytest.mark.parametrize("draw", [0.0, 0.5, 0.999])
+def test_reconnects_back_off_to_a_bound_and_never_retry_at_once(draw: float) -> None:
+    waits = [backoff_s(n, draw) for n in range(100)]
+    assert BACKOFF_FIRST_S / 2 <= waits[0] <= BACKOFF_FIRST_S
+    assert waits == sorted(waits) and max(waits) <= BACKOFF_MAX_S
     assert sum(waits[:10]) >= 10  # ten failures in a row take at least 10 s
+
+
+def test_each_wait_is_drawn_from_the_upper_half_of_its_bound() -> None:
+    for failures in range(20):
+        bound = min(BACKOFF_FIRST_S * 2**failures, BACKOFF_MAX_S)
+        low, mid, high = (backoff_s(failures, draw) for draw in (0.0, 0.5, 0.999))
+        assert low == bound / 2 < mid < high < bound
+
+
+async def test_workers_that_lose_their_listen_together_reconnect_at_different_instants() -> None:
+    workers = 8
+    async with scratch_database() as url:
+        stores = [PostgresStore(url) for _ in range(workers)]
+        try:
+            for store in stores:
+                await store.open()
+                assert await store.watch_commits(lambda _head: None, lambda _up: None)
+            await allow_connections(url, False)  # a server restart: down a while...
+            assert await end_listen(url) == workers
+            await asyncio.sleep(2.0)
+            await allow_connections(url, True)  # ...then each reconnects at its next try
+            async with asyncio.timeout(BACKOFF_MAX_S + 2):
+                while await listening(url) != workers:
+                    await asyncio.sleep(0.05)
+            spread = await admin(
+                "SELECT extract(epoch FROM max(backend_start) - min(backend_start)) "
+                "FROM pg_stat_activity WHERE datname = $1 "
+                "AND application_name = 'dfos-relay-listen'",
+                urlsplit(url).path.lstrip("/"),
+            )
+            # unjittered, all at once (within ~16 ms here); jittered, each at
+            # its next try after ~2 s, spread over ~1.5 s: eight within 0.1 s
+            # by chance, under 1 in 300000 (simulated)
+            assert float(str(spread)) > 0.1
+        finally:
+            await allow_connections(url, True)
+            for store in stores:
+                await store.close()
