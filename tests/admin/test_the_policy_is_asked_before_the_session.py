@@ -69,6 +69,27 @@ async def test_concurrent_requests_wait_on_a_slow_policy_together(relay: Relay) 
     assert elapsed < 3 * LATENCY_S, elapsed  # one after another: 6 * 0.3 s
 
 
+async def test_a_blocking_policy_answers_many_requests_at_once(relay: Relay) -> None:
+    """A synchronous policy (a blocking call to the operator's service) has
+    threads enough for the requests waiting together: twelve posts at once,
+    0.3 s per call, take about one call's time (on 4 threads, three)."""
+    b, actors = await identities(relay, 12)
+    calls: list[str] = []
+
+    def blocking(op: VerifiedOp, signer: str) -> None:
+        calls.append(op.cid)
+        time.sleep(LATENCY_S)
+
+    use(relay, blocking)
+    tokens = [beacon(b, actor) for actor in actors]
+    started = time.monotonic()
+    answers = await asyncio.gather(*(relay.ingest([token]) for token in tokens))
+    elapsed = time.monotonic() - started
+    assert [r.status for [r] in answers] == [Status.NEW] * 12
+    assert len(calls) == 12
+    assert elapsed < 2 * LATENCY_S, elapsed  # 4 threads: 3 * 0.3 s
+
+
 async def test_a_ban_stored_after_the_policy_answered_still_refuses(relay: Relay) -> None:
     """The policy accepts, and a ban of the signer is stored (by another
     worker: this one's cache does not know it) before the session: the
