@@ -58,7 +58,7 @@ from relay.rules.transfer_order import transfer_order
 from relay.scope import Scope
 from stores.base import OperationRecord, PendingOp, StoreError
 
-from .answers import ParkedAtPeers, TakenAtPeers
+from .answers import TAKEN_PER_PEER, ParkedAtPeers, TakenAtPeers
 from .index import FingerprintIndex
 from .pacing import run_paced
 from .scoped import ScopedItems, ScopedItemsStore
@@ -80,8 +80,9 @@ class ReconcileBounds:
     max_need: int = 100_000
     # ids a run collects to push: a peer claiming to lack everything names
     # our whole store; 100k is 3.2 MB of ids and at most 1,000 posts of 100
-    # (read from the store 1000 at a time), and the rest is for later runs
-    max_have: int = 100_000
+    # (read from the store 1000 at a time), and the rest is for later runs;
+    # no more than the ids a peer answered ``new`` to that we can remember
+    max_have: int = TAKEN_PER_PEER
 
 
 class ReconcileAborted(Exception):
