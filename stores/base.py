@@ -555,9 +555,24 @@ class LinkRecord:
         return (self.peer_url, self.scope_id, self.direction)
 
 
+@dataclass(frozen=True, slots=True)
+class OutMark:
+    """One process's share of an out-link: what ``writer`` (a process's id,
+    random at its start) vouches for of its own pushes to the peer. Every
+    process on a store pushes the ops it ingested itself, so an out-link is
+    delivered up to a seq only when each share says so
+    (``relay.peering.link_merge``). ``record.direction`` is "out";
+    ``record.updated_ms`` 0 marks a share its writer left behind at a clean
+    stop (it still held ops back)."""
+
+    writer: str
+    record: LinkRecord
+
+
 class LinkLedgerStore(Protocol):
     """The consumer-owned replication ledger: one row per link, upserted
-    whole (the serving relay keeps no per-consumer state)."""
+    whole (the serving relay keeps no per-consumer state), plus each
+    process's share of its out-links (``OutMark``)."""
 
     async def get_link(
         self, peer_url: str, scope_id: str, direction: LinkDirection
@@ -578,6 +593,26 @@ class LinkLedgerStore(Protocol):
 
     async def delete_link(self, peer_url: str, scope_id: str, direction: LinkDirection) -> bool:
         """Forget a link; False when there was none."""
+        ...
+
+    # each process's own share of its out-links (``OutMark``) ----------------
+    async def put_out_mark(self, mark: OutMark) -> None:
+        """Upsert by (peer_url, scope_id, writer), every field as given
+        (``pending_tokens`` cut as for ``put_link``; ``diagnostics`` and
+        ``remote_head`` are not kept: an out-link has neither); no pause
+        rule: a share's state is its writer's own."""
+        ...
+
+    async def list_out_marks(self) -> list[OutMark]:
+        """Every share, ordered by (peer_url, scope_id, writer)."""
+        ...
+
+    async def delete_out_mark(
+        self, writer: str, peer_url: str, scope_id: str, updated_ms: int | None = None
+    ) -> bool:
+        """Forget one share; with ``updated_ms``, only while it is still the
+        share written then (two processes clearing a gone writer's share:
+        one of them gets True). False when nothing was deleted."""
         ...
 
 

@@ -40,6 +40,9 @@ Chain history is indexed rows, never a JSON array rewritten per append:
                      saw, and whether commits were asynchronous under it (v10);
                      the log's head when that start was first seen, and whether
                      a new feed epoch was started for it (v11)
+- ``out_link_marks`` each process's share of an out-link, one row per (peer,
+                     scope, writer) (v12); the out-links ``peer_links`` held
+                     become shares left behind (``updated_ms`` 0)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -355,6 +358,35 @@ _V11: list[str | Only] = [
     ),
 ]
 
+# Each process's share of an out-link (``stores.base.OutMark``): one shared
+# row, last write wins, let one process vouch for ops another had not pushed.
+# An out-link row written before becomes a share left behind (updated_ms 0):
+# the next process to start takes its watermark as its floor, as it did.
+_MARK_COLS = (
+    "peer_url, scope_id, writer, state, received_token, applied_token, pending_tokens, "
+    "failures, last_success_ms, last_failure_ms, last_error, caught_up_ms, updated_ms"
+)
+_V12 = [
+    """CREATE TABLE out_link_marks (
+        peer_url TEXT NOT NULL,
+        scope_id TEXT NOT NULL,
+        writer TEXT NOT NULL,
+        state TEXT NOT NULL,
+        received_token TEXT,
+        applied_token TEXT,
+        pending_tokens TEXT NOT NULL,
+        failures INTEGER NOT NULL,
+        last_success_ms {BIGINT},
+        last_failure_ms {BIGINT},
+        last_error TEXT,
+        caught_up_ms {BIGINT},
+        updated_ms {BIGINT} NOT NULL,
+        PRIMARY KEY (peer_url, scope_id, writer))""",
+    f"INSERT INTO out_link_marks ({_MARK_COLS}) SELECT peer_url, scope_id, 'before-v12', "
+    "state, received_token, applied_token, pending_tokens, failures, last_success_ms, "
+    "last_failure_ms, last_error, caught_up_ms, 0 FROM peer_links WHERE direction = 'out'",
+]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -368,6 +400,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     9: _V9,
     10: _V10,
     11: _V11,
+    12: _V12,
 }
 LATEST_VERSION = max(MIGRATIONS)
 

@@ -1,12 +1,13 @@
 """Store contract: the per-link replication ledger. A link is keyed by
 (peer, scope, direction), upserted whole, listed in key order, bounded in
-its pending tokens, and survives a reopen of a durable store."""
+its pending tokens, and survives a reopen of a durable store. So is each
+process's share of an out-link, keyed by (peer, scope, writer)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from stores.base import FULL_SCOPE, LINK_PENDING_MAX, LinkRecord, RelayStore
+from stores.base import FULL_SCOPE, LINK_PENDING_MAX, LinkRecord, OutMark, RelayStore
 from tests.stores.conftest import reopen
 
 FULL = LinkRecord(
@@ -121,3 +122,72 @@ async def test_only_an_operator_write_pauses_or_resumes_a_link(opened: RelayStor
     await opened.put_link(replace(FULL, state="live"))
     stored = await opened.get_link(*key)
     assert stored is not None and stored.state == "live"  # other states move freely
+
+
+# each process's share of an out-link (``OutMark``) ------------------------------
+SHARE = LinkRecord(
+    peer_url="https://a.example",
+    scope_id=FULL_SCOPE,
+    direction="out",
+    state="repairing",
+    received_token="42",
+    applied_token="40",
+    pending_tokens=("41", "42"),
+    failures=2,
+    last_success_ms=1_000,
+    last_failure_ms=2_000,
+    last_error="PeerUnreachable: connection refused",
+    caught_up_ms=900,
+    updated_ms=2_001,
+)
+
+
+async def test_a_share_round_trips_apart_from_the_shared_link(opened: RelayStore) -> None:
+    await opened.put_out_mark(OutMark("w1", SHARE))
+    assert await opened.list_out_marks() == [OutMark("w1", SHARE)]
+    assert await opened.list_links() == []  # the shared row is another thing
+
+
+async def test_shares_are_upserted_per_writer_and_listed_in_key_order(opened: RelayStore) -> None:
+    await opened.put_out_mark(OutMark("w2", SHARE))
+    await opened.put_out_mark(OutMark("w1", SHARE))
+    await opened.put_out_mark(OutMark("w1", replace(SHARE, peer_url="https://0.example")))
+    moved = replace(SHARE, state="paused", applied_token="42", pending_tokens=(), updated_ms=3)
+    await opened.put_out_mark(OutMark("w1", moved))  # no pause rule: the writer's own state
+    listed = [(m.writer, m.record.peer_url, m.record) for m in await opened.list_out_marks()]
+    assert [(w, url) for w, url, _ in listed] == [
+        ("w1", "https://0.example"), ("w1", "https://a.example"), ("w2", "https://a.example"),
+    ]  # fmt: skip
+    assert listed[1][2] == moved and listed[2][2] == SHARE
+
+
+async def test_a_share_keeps_no_diagnostics_and_bounded_pending(opened: RelayStore) -> None:
+    many = tuple(str(n) for n in range(LINK_PENDING_MAX + 10))
+    await opened.put_out_mark(
+        OutMark("w1", replace(SHARE, pending_tokens=many, diagnostics={"x": 1}, remote_head=9))
+    )
+    (mark,) = await opened.list_out_marks()
+    assert mark.record.pending_tokens == many[:LINK_PENDING_MAX]
+    assert (mark.record.diagnostics, mark.record.remote_head) == ({}, None)
+
+
+async def test_a_share_is_deleted_only_as_it_was_read(opened: RelayStore) -> None:
+    """Two processes clearing one gone share: only one of them deletes it."""
+    await opened.put_out_mark(OutMark("w1", SHARE))
+    await opened.put_out_mark(OutMark("w2", SHARE))
+    assert await opened.delete_out_mark("w1", SHARE.peer_url, FULL_SCOPE, updated_ms=5) is False
+    assert await opened.delete_out_mark("w1", SHARE.peer_url, FULL_SCOPE, SHARE.updated_ms)
+    assert not await opened.delete_out_mark("w1", SHARE.peer_url, FULL_SCOPE, SHARE.updated_ms)
+    assert await opened.delete_out_mark("w2", SHARE.peer_url, FULL_SCOPE) is True
+    assert await opened.list_out_marks() == []
+
+
+async def test_shares_survive_reopen(opened: RelayStore) -> None:
+    await opened.put_out_mark(OutMark("w1", SHARE))
+    await opened.close()
+    again = reopen(opened)
+    await again.open()
+    try:
+        assert await again.list_out_marks() == [OutMark("w1", SHARE)]
+    finally:
+        await again.close()
