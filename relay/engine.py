@@ -317,6 +317,10 @@ class Relay:
     def peer_states(self) -> list[PeerState]:
         return [] if self.peering is None else self.peering.peer_states()
 
+    def ingest_quiet(self) -> bool:
+        """No commit of this process is still being told to its listeners."""
+        return self.ingestor.quiet()
+
     def peer_links(self) -> list[LinkView]:
         """The replication ledger's links with their lag (``GET /peers``, gauges)."""
         return [] if self.peering is None else self.peering.link_views()

@@ -192,9 +192,17 @@ class Ingestor:
         # told, after each commit, the CIDs whose buffered op the write policy
         # failed on (kept, waiting for the policy): see ``retry_kept``
         self.on_kept: Callable[[], None] | None = None
+        # batches committed (or committing) and not yet told to the listeners
+        self._untold = 0
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
+
+    def quiet(self) -> bool:
+        """True while no batch of this process is between its commit and
+        the end of telling the listeners of it: every op it committed so
+        far was told (the out-links' heads follow the store's only then)."""
+        return self._untold == 0
 
     def close(self) -> None:
         """Stop the precheck threads (they are started again on demand)."""
@@ -305,44 +313,62 @@ class Ingestor:
         give_up: Collection[str] = (),
         early: EarlyDecisions | None = None,
     ) -> tuple[_Sequencing, list[SequencedOp]]:
-        async with self._lock, self._store.sequencing() as session:
-            view = StateView(session)
-            view.gate = self.gate
-            run = _Sequencing(
-                view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked,
-                self._max_copies, defer_policy=defer_policy, give_up=give_up,
-            )  # fmt: skip
-            if decided and self.gate is not None:
-                self.gate.preset(decided)  # asked before the session (``_retry_page``)
-            if early and self.gate is not None:
-                self.gate.preset_early(early)  # asked before the session (``ingest``)
-            try:
-                await run.sequence(list(submitted))
-            finally:
-                if self.gate is not None:
-                    self.gate.forget()
-            batch = run.view.batch
-            if batch.is_empty():
-                return run, []
-            head = await session.commit(batch)
-            if run.kept_for_policy and self.on_kept is not None:
-                self.on_kept()
-            first = head - len(batch.operations) + 1
-            sequenced = [
-                SequencedOp(
-                    op.cid, op.jws_token, op.kind, op.chain_id, seq, op.created_at_ms, op.author_did
-                )
-                for seq, op in enumerate(batch.operations, start=first)
-            ]
-            return run, sequenced
+        committing = False
+        try:
+            async with self._lock, self._store.sequencing() as session:
+                view = StateView(session)
+                view.gate = self.gate
+                run = _Sequencing(
+                    view, self._clock(), self._max_pending, self._prepared, self._pool, prechecked,
+                    self._max_copies, defer_policy=defer_policy, give_up=give_up,
+                )  # fmt: skip
+                if decided and self.gate is not None:
+                    self.gate.preset(decided)  # asked before the session (``_retry_page``)
+                if early and self.gate is not None:
+                    self.gate.preset_early(early)  # asked before the session (``ingest``)
+                try:
+                    await run.sequence(list(submitted))
+                finally:
+                    if self.gate is not None:
+                        self.gate.forget()
+                batch = run.view.batch
+                if batch.is_empty():
+                    return run, []
+                if batch.operations:  # told by ``_notify``: until then not ``quiet``
+                    self._untold += 1
+                    committing = True
+                head = await session.commit(batch)
+                if run.kept_for_policy and self.on_kept is not None:
+                    self.on_kept()
+                first = head - len(batch.operations) + 1
+                sequenced = [
+                    SequencedOp(
+                        op.cid,
+                        op.jws_token,
+                        op.kind,
+                        op.chain_id,
+                        seq,
+                        op.created_at_ms,
+                        op.author_did,
+                    )
+                    for seq, op in enumerate(batch.operations, start=first)
+                ]
+                return run, sequenced
+        except BaseException:
+            if committing:
+                self._untold -= 1
+            raise
 
     async def _notify(self, sequenced: list[SequencedOp], source: str | None) -> None:
         if not sequenced:
             return
-        for listener in self._listeners:
-            maybe = listener(sequenced, source)
-            if maybe is not None:
-                await maybe
+        try:
+            for listener in self._listeners:
+                maybe = listener(sequenced, source)
+                if maybe is not None:
+                    await maybe
+        finally:
+            self._untold -= 1
 
 
 def _early_event(result: IngestionResult, token: object, now_ms: int) -> RejectionEvent:
