@@ -6,8 +6,10 @@ A table by default; ``--json`` prints one object ``{"links": [...]}`` whose
 items have the shape of ``GET /peers`` links (plus ``peer``). It reads the
 store only, so it works against the store of a running relay or a stopped
 one (what the relay last wrote: token progress is written at most a
-second late, state changes at once). Lag of an out-link is measured
-against the store's log head.
+second late, state changes at once). An out-link is shown merged over
+every process's share of it (``relay.peering.link_merge``), gone ones
+included until a running process clears them. Lag of an out-link is
+measured against the store's log head.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 
 from relay.http.peers import link_json
 from relay.peering.ledger import wall_ms
+from relay.peering.link_merge import merge_out
 from relay.peering.link_view import LinkView, link_view
+from stores.base import LinkRecord
 
 COLUMNS = ("PEER", "SCOPE", "DIR", "STATE", "APPLIED", "PENDING", "LAG OPS", "LAG S",
            "FAILURES", "LAST ERROR")  # fmt: skip
@@ -40,13 +44,21 @@ async def read_links(store_url: str, store_source: str) -> list[LinkView]:
         await store.open()
         try:
             records = await store.list_links()
+            marks = await store.list_out_marks()
             head = await store.log_length()
         finally:
             await store.close()
     except StoreError as exc:
         raise PeersError(f"store {store_url}: {exc}") from None
     now = wall_ms()
-    return [link_view(record, now, head) for record in records]
+    shares: dict[tuple[str, str], list[LinkRecord]] = {}
+    for mark in marks:
+        shares.setdefault((mark.record.peer_url, mark.record.scope_id), []).append(mark.record)
+    merged = [
+        merge_out(r, shares.get((r.peer_url, r.scope_id), [])) if r.direction == "out" else r
+        for r in records
+    ]
+    return [link_view(record, now, head) for record in merged]
 
 
 def _cell(value: Any) -> str:

@@ -30,6 +30,14 @@ every ``persist_every_ms`` per link; a flush task writes what is left, and
 ``stop`` writes everything. A crash loses at most that interval of token
 progress, which only makes the ledger look behind (the peer cursors that
 resume replication are saved separately, after each commit).
+
+Out-links: each process on a store pushes the ops it ingested itself, so
+what it records of an out-link is its own share (``relay.peering.shares``),
+written as such (and touched at least every ``MARK_TOUCH_MS``); the link
+it shows (``links``) and writes to the shared row is every share merged
+(``relay.peering.link_merge``), with the other processes' shares as read
+at the last flush. ``get`` is this process's own record. A clean stop
+deletes its shares, or leaves behind those that still hold ops back.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -48,10 +56,13 @@ from stores.base import (
     LinkDirection,
     LinkRecord,
     LinkState,
+    OutMark,
     PendingOp,
     StoreError,
 )
 
+from .link_merge import MARK_TOUCH_MS, merge_out
+from .shares import Shares, ShareStore
 from .tasks import cancel_all
 
 log = logging.getLogger("dfos_relay.peering")
@@ -63,7 +74,7 @@ DIRECTIONS: tuple[LinkDirection, ...] = ("in", "out")
 Key = tuple[str, str, LinkDirection]
 
 
-class LedgerStore(Protocol):
+class LedgerStore(ShareStore, Protocol):
     async def get_link(
         self, peer_url: str, scope_id: str, direction: LinkDirection
     ) -> LinkRecord | None: ...
@@ -89,8 +100,12 @@ class LinkLedger:
         followed: Iterable[str] = (),
         in_scope: str = FULL_SCOPE,
         pulled_elsewhere: Iterable[str] = (),
+        shares: Shares | None = None,
     ) -> None:
         self._clock = clock_ms
+        self.shares = shares or Shares()
+        # run before each flush (``OutLinks.follow_head``)
+        self.before_flush: Callable[[], Awaitable[None]] | None = None
         # peers another worker follows or polls: their in-links are that
         # worker's, re-read from the store at every flush (GET /peers)
         self.pulled_elsewhere = frozenset(pulled_elsewhere)
@@ -105,6 +120,7 @@ class LinkLedger:
         self._operator_dirty: set[Key] = set()  # of those, a pause or resume not written
         self._resumed: dict[tuple[str, LinkDirection], asyncio.Event] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._mine: set[Key] = set()  # out-links this process holds a share of
 
     # lifecycle ---------------------------------------------------------------
     async def start(self, store: LedgerStore) -> None:
@@ -115,14 +131,28 @@ class LinkLedger:
             self._written[record.key] = record.updated_ms
             if record.state == "paused":
                 self._event(record.peer_url, record.direction).clear()
+        self.shares.heard(await store.list_out_marks())
         self._flusher = asyncio.create_task(self._flush_forever(), name="link ledger flush")
+
+    async def clear_gone_shares(self) -> None:
+        if self._store is not None:
+            await self.shares.clear_gone(self._store, self._clock(), self._shares_written)
+
+    async def _shares_written(self) -> bool:
+        await self.flush()
+        return not self._dirty & self._mine
 
     async def stop(self) -> None:
         if self._flusher is not None:
             await cancel_all([self._flusher])
             self._flusher = None
         await self.flush()
+        await self._leave_shares()
         self._store = None
+
+    async def _leave_shares(self) -> None:
+        if self._store is not None:
+            await self.shares.leave(self._store, [self._links[k] for k in sorted(self._mine)])
 
     # reads -------------------------------------------------------------------
     def clock(self) -> int:
@@ -138,7 +168,15 @@ class LinkLedger:
         return self._links.get(key) or LinkRecord(*key)
 
     def links(self) -> list[LinkRecord]:
-        return [self._links[key] for key in sorted(self._links)]
+        """Every link as shown: out-links merged over every process's share."""
+        return [self.view(key) for key in sorted(self._links)]
+
+    def view(self, key: Key) -> LinkRecord:
+        record = self._links.get(key) or LinkRecord(*key)
+        if key[2] != "out":
+            return record
+        shares = self.shares.others(key[0], key[1])
+        return merge_out(record, [record, *shares] if key in self._mine else shares)
 
     def paused(self, url: str, direction: LinkDirection) -> bool:
         return not self._event(url, direction).is_set()
@@ -258,6 +296,8 @@ class LinkLedger:
         if old.state == "paused" and not resume:
             changes.pop("state", None)  # only a resume leaves ``paused``
         new = replace(old, **changes, updated_ms=self._clock())
+        if key[2] == "out" and "applied_token" in changes:
+            self._mine.add(key)  # only the out-links' watermark (``OutLinks``) sets it
         if new.state != old.state:
             log.info("peer %s: %s-link %s: %s -> %s", key[0], key[2], key[1], old.state, new.state)
         self._links[key] = new
@@ -274,7 +314,10 @@ class LinkLedger:
         self._operator_dirty.discard(key)
         self._written[key] = self._clock()
         try:
-            await store.put_link(self._links[key], operator=operator)
+            if key in self._mine:
+                await store.put_out_mark(OutMark(self.shares.writer, self._links[key]))
+            shown = self.view(key) if key[2] == "out" else self._links[key]
+            await store.put_link(shown, operator=operator)
         except StoreError as exc:  # the ledger must never stop replication
             self._dirty.add(key)
             if operator:  # retried by the flush task as what it is
@@ -297,6 +340,14 @@ class LinkLedger:
             return
         if stored is not None:
             self._links[key] = stored
+
+    def _touch_shares(self) -> None:
+        """A share not written for ``MARK_TOUCH_MS`` is written again: an
+        idle process is not taken for gone."""
+        now = self._clock()
+        for key in self._mine:
+            if now - self._written.get(key, 0) >= MARK_TOUCH_MS:
+                self._apply(key, {})
 
     def _hear_operators(self, records: list[LinkRecord]) -> None:
         """Pauses and resumes an operator made through another process on the
@@ -340,11 +391,16 @@ class LinkLedger:
         while True:
             await asyncio.sleep(self._every / 1000)
             try:
+                if self.before_flush is not None:
+                    await self.before_flush()
+                self._touch_shares()
                 await self.flush()
                 if self._store is None:
                     continue
                 records = await self._store.list_links()  # one read for both
                 self._reload_in_links(records)
                 self._hear_operators(records)
+                self.shares.heard(await self._store.list_out_marks())
+                await self.clear_gone_shares()
             except Exception:  # a failed flush must not end the loop silently
                 log.exception("link ledger flush failed")

@@ -28,7 +28,7 @@ from peer.base import (
 )
 from relay.protocol import IdentityState
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
-from stores.base import FULL_SCOPE
+from stores.base import FULL_SCOPE, LinkRecord, StoreError
 
 from .api import PeerState
 from .backoff import Backoff
@@ -38,7 +38,7 @@ from .discovery import learn_peers
 from .echo import EchoMemory
 from .fanout import FanOut, Routed, arrival_hop, arriving_with
 from .gossip import Gossip, Outgoing, PushHooks
-from .host import PeeringHost, SigningHost
+from .host import PeeringHost, QuietHost, SigningHost
 from .lead import PullLead
 from .ledger import DIRECTIONS, LinkLedger
 from .link_view import LinkView, link_view
@@ -107,6 +107,8 @@ class Peering:
         )
         self.lead = PullLead(self._begin_pulling, self._end_pulling)
         self.out_links = OutLinks(self.ledger)
+        self.ledger.before_flush = self._follow_head
+        self.ledger.shares.on_gone = self._adopt
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
         self.reads.ledger = self.ledger
         self.repair.out_links = self.out_links
@@ -120,6 +122,8 @@ class Peering:
         self._host = relay
         await self.ledger.start(relay.store)
         self.out_links.start(list(self.gossip.lanes), await relay.store.log_length())
+        await self.ledger.clear_gone_shares()  # what stopped or gone processes held back
+        await self.ledger.flush()  # our shares, at once: the others' merge waits for them
         self.reads.start(relay)
         self.sync.start(relay)
         self.gossip.start()
@@ -145,6 +149,23 @@ class Peering:
             self._sync_loop = None
         await self.live.stop()
         await self.ledger.leave_in_links(self._pulled)
+
+    async def _follow_head(self) -> None:
+        host = self._host
+        if isinstance(host, QuietHost):
+            await self.out_links.follow_head(host.store.log_length, host.ingest_quiet)
+
+    async def _adopt(self, share: LinkRecord) -> None:
+        """A gone process's share (deleted once our share carrying it is
+        written): carried for the peers we push to, dropped for others."""
+        if self._host is None or share.peer_url not in self.gossip.lanes:
+            return
+        try:
+            head: int | None = await self._host.store.log_length()
+        except StoreError as exc:  # carried all the same: it may hold back a loss
+            log.warning("link ledger: cannot read the head: %s", exc)
+            head = None
+        self.out_links.adopt(share, head)
 
     async def stop(self) -> None:
         await self.lead.stop()

@@ -20,15 +20,26 @@ The gossip lanes report through the ``LaneWatcher`` hooks of
 ``relay.peering.gossip``; tokens map to seqs through ``offered`` (the
 ingest listener registers the ops it is about to offer). Tokens the map
 does not know (the relay's own identity ops at start) are not tracked.
+
+Several processes on one store: each pushes the ops it ingested itself,
+and this watermark is its share of the link (``relay.peering.shares``).
+Ops other processes ingested are not this one's to push, so its head
+follows the store's log (``follow_head``), but only while none of its own
+commits is between its commit and ``offered`` (the ingestor is ``quiet``):
+an op of its own is never passed before it is queued. The share of a gone
+process is carried by the process that clears it (``adopt``): its
+watermark becomes a floor, as this process's own stored watermark was at
+its start, since a process that did not stop cleanly may have lost ops it
+had queued since it last wrote its share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from relay.protocol.untrusted import ascii_decimal
 from relay.rules.outcomes import SequencedOp
-from stores.base import LINK_PENDING_MAX, LinkState
+from stores.base import LINK_PENDING_MAX, LinkRecord, LinkState
 
 from .ledger import LinkLedger
 
@@ -49,15 +60,38 @@ class OutLinks:
         self._urls: set[str] = set()  # the out-links reported
 
     def start(self, urls: Sequence[str], head: int) -> None:
-        """Our head at start; a link stored with a lower watermark keeps it as its floor."""
+        """Our head at start (what earlier processes held back is ``adopt``ed)."""
         self.head = head
         self._urls.update(urls)
         for url in urls:
-            stored = self.ledger.get(url, "out").applied_token
-            mark = ascii_decimal(stored) if stored is not None else None
-            if mark is not None and mark < head:
-                self._floor[url] = mark
             self._report(url)
+
+    async def follow_head(self, read_head: Callable[[], Awaitable[int]],
+                          quiet: Callable[[], bool]) -> None:  # fmt: skip
+        """Move our head to the store's: ops up to it that are not ours are
+        not ours to push. ``quiet`` is asked after the read: then every op
+        of ours up to the head read was ``offered`` already."""
+        if not self._urls:
+            return
+        head = await read_head()
+        if head > self.head and quiet():
+            self.head = head
+            for url in self._urls:
+                self._report(url)
+
+    def adopt(self, share: LinkRecord, store_head: int | None) -> None:
+        """Carry a gone process's share of an out-link: below the store's
+        head (None: not known), its watermark holds ours as a floor
+        (repairing) until a reconciliation pushes to the peer."""
+        url = share.peer_url
+        stored = share.applied_token
+        mark = (ascii_decimal(stored) if stored is not None else None) or 0
+        if store_head is not None and mark >= store_head:
+            return
+        self._urls.add(url)
+        self._floor[url] = min(self._floor.get(url, mark), mark)
+        self.ledger.note(url, "out", state="repairing")
+        self._report(url)
 
     # the ingest listener -------------------------------------------------------
     def offered(self, ops: Sequence[SequencedOp], to_lanes: bool = True) -> None:
