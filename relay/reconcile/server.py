@@ -29,6 +29,12 @@ from .pacing import run_paced
 
 MAX_FETCH_CIDS = 1000
 MIN_FRAME_LIMIT = 4096
+# A query over this many bytes is a large round: up to ~1 s of CPU at the
+# 1 MiB message cap however it is paced, so at most MAX_LARGE_ROUNDS run at
+# once (one more is a 503): eight at once made every other request of the
+# relay wait ~8 times as long. A smaller query (at most ~75 ms) never waits.
+LARGE_ROUND_BYTES = 64 * 1024
+MAX_LARGE_ROUNDS = 2
 
 
 class SyncRequestError(Exception):
@@ -123,6 +129,8 @@ def ordered_operations(
 
 
 __all__ = [
+    "LARGE_ROUND_BYTES",
+    "MAX_LARGE_ROUNDS",
     "SyncRequestError",
     "Window",
     "answer_round",
