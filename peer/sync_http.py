@@ -85,6 +85,8 @@ class HttpSyncClient(HttpPeerClient):
         )
         if status in (404, 405):
             return await self._fetch_one_by_one(peer_url, cids)
+        if status == 413:  # the ops would pass the peer's answer bound: ask for fewer
+            raise PeerResponseTooLarge(peer_url, _error_text(data))
         if status != 200:
             raise PeerBadStatus(peer_url, status, _error_text(data))
         ops = data.get("operations") if isinstance(data, dict) else None

@@ -8,7 +8,8 @@
   ``MAX_LARGE_ROUNDS`` queries over ``LARGE_ROUND_BYTES`` run at once; one
   more is a 503 with ``Retry-After``.
 - ``POST /sync/operations``: ``{"cids": [...]}`` (at most 1000) answers
-  ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order.
+  ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order,
+  or 413 when that answer would pass ``MAX_FETCH_ANSWER_BYTES`` (8 MiB).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from relay.reconcile.server import (
     parse_cids,
     parse_frame_limit,
     parse_window,
+    read_answer,
 )
 from stores.base import StoreError
 
@@ -68,8 +70,8 @@ async def post_sync_operations(request: Request) -> JSONResponse:
         raise ApiError(400, "request body is not valid JSON") from exc
     try:
         cids = parse_cids(data)
+        found = await read_answer(relay.store, cids)
     except SyncRequestError as exc:
         raise ApiError(exc.status, str(exc)) from exc
-    found = await relay.store.read_operations(cids)
     tokens, missing = ordered_operations(found, cids)
     return JSONResponse({"operations": tokens, "missing": missing})

@@ -8,8 +8,9 @@ nothing behind: a round reads the index and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from relay.protocol import is_cid
 from relay.protocol.negentropy import (
@@ -28,6 +29,12 @@ from .index import FingerprintIndex
 from .pacing import run_paced
 
 MAX_FETCH_CIDS = 1000
+# Ops are up to 64 KiB: 1000 could be 64 MiB held and encoded for one small
+# request. An answer holds at most this (the initiator's response cap), read
+# a chunk at a time; past it the request is a 413 and the asker halves it.
+MAX_FETCH_ANSWER_BYTES = 8 * 1024 * 1024
+FETCH_READ_CHUNK = 100
+_JSON_ITEM_BYTES = 3  # the quotes and comma around each token or CID in the answer
 MIN_FRAME_LIMIT = 4096
 # A query over this many bytes is a large round: up to ~1 s of CPU at the
 # 1 MiB message cap however it is paced, so at most MAX_LARGE_ROUNDS run at
@@ -120,6 +127,29 @@ def parse_cids(data: object) -> list[str]:
     return list(dict.fromkeys(cids))
 
 
+class OperationReader(Protocol):
+    async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]: ...
+
+
+async def read_answer(store: OperationReader, cids: Sequence[str]) -> dict[str, OperationRecord]:
+    """The ops of ``cids`` we hold, read ``FETCH_READ_CHUNK`` at a time;
+    ``SyncRequestError`` (413) once their answer would pass
+    ``MAX_FETCH_ANSWER_BYTES`` (so at most one chunk more is ever held)."""
+    found: dict[str, OperationRecord] = {}
+    size = len('{"operations":[],"missing":[]}') + len(cids) * _JSON_ITEM_BYTES
+    for at in range(0, len(cids), FETCH_READ_CHUNK):
+        chunk = cids[at : at + FETCH_READ_CHUNK]
+        records = await store.read_operations(chunk)
+        size += sum(len(r.jws_token) for r in records.values())
+        size += sum(len(c) for c in chunk if c not in records)  # named as missing
+        if size > MAX_FETCH_ANSWER_BYTES:
+            raise SyncRequestError(
+                413, f"the ops asked for pass {MAX_FETCH_ANSWER_BYTES} bytes; ask for fewer cids"
+            )
+        found.update(records)
+    return found
+
+
 def ordered_operations(
     found: Mapping[str, OperationRecord], asked: Sequence[str]
 ) -> tuple[list[str], list[str]]:
@@ -130,6 +160,7 @@ def ordered_operations(
 
 __all__ = [
     "LARGE_ROUND_BYTES",
+    "MAX_FETCH_ANSWER_BYTES",
     "MAX_LARGE_ROUNDS",
     "SyncRequestError",
     "Window",
@@ -138,4 +169,5 @@ __all__ = [
     "parse_cids",
     "parse_frame_limit",
     "parse_window",
+    "read_answer",
 ]
