@@ -33,7 +33,7 @@ from relay.reconcile.answers import ParkedAtPeers, TakenAtPeers
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
 from relay.reconcile.scoped import ScopedItems
-from relay.reconcile.server import MAX_FETCH_CIDS, MAX_LARGE_ROUNDS, Window
+from relay.reconcile.server import MAX_FETCH_CIDS, MAX_LONG_ROUNDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
 from relay.scope import MAX_SCOPE_MEMBERS, Scope
@@ -99,8 +99,8 @@ class Relay:
         # a bounded number waiting for it (503 beyond)
         self.document_checks = asyncio.Semaphore(1)
         self.documents_waiting = WaitingLine(config.parse_queue, "document uploads")
-        # large Negentropy queries running at once (503 beyond: relay.http.sync)
-        self.large_rounds = WaitingLine(MAX_LARGE_ROUNDS, "large negentropy rounds")
+        # Negentropy rounds that pause, running at once (503 beyond: relay.http.sync)
+        self.long_rounds = WaitingLine(MAX_LONG_ROUNDS, "long negentropy rounds")
         # large POST /operations bodies are parsed in a child process
         self.parse_pool = ParsePool(max_waiting=config.parse_queue)
         self.peering = peering

@@ -5,7 +5,7 @@
   to a createdAt window, ``?frameLimit=`` is the client's frame limit,
   ``?scope=`` (DIDs and contentIds) limits both sides to that scope's
   effective item set: intent plus dependency closure. At most
-  ``MAX_LARGE_ROUNDS`` queries over ``LARGE_ROUND_BYTES`` run at once; one
+  ``MAX_LONG_ROUNDS`` rounds that pause (over 256 ranges) run at once; one
   more is a 503 with ``Retry-After``.
 - ``POST /sync/operations``: ``{"cids": [...]}`` (at most 1000) answers
   ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order,
@@ -14,14 +14,11 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from relay.protocol.untrusted import json_value
 from relay.reconcile.server import (
-    LARGE_ROUND_BYTES,
     SyncRequestError,
     answer_round,
     ordered_operations,
@@ -48,11 +45,10 @@ async def post_negentropy(request: Request) -> Response:
         frame_limit = parse_frame_limit(request.query_params, config.sync_frame_limit)
         scope = scope_param(request)
         body = await read_body_capped(request, config.sync_max_message_bytes)
-        # a large query takes a place among the few that run at once, or is a 503
-        large = len(body) > LARGE_ROUND_BYTES
-        with relay.large_rounds.held() if large else contextlib.nullcontext():
-            scoped = None if scope is None else await relay.scoped_items.storage(scope)
-            reply = await answer_round(relay.sync_index, body, window, frame_limit, scoped)
+        scoped = None if scope is None else await relay.scoped_items.storage(scope)
+        # a round that pauses takes a place among the few that may, or is a 503
+        long_round = relay.long_rounds.held()
+        reply = await answer_round(relay.sync_index, body, window, frame_limit, scoped, long_round)
     except SyncRequestError as exc:
         raise ApiError(exc.status, str(exc)) from exc
     except StoreError as exc:  # the index cannot be read now: the next round retries it

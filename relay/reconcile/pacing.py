@@ -5,11 +5,17 @@ ranges); run at once it would stall every other request of the relay.
 Between steps the loop runs other work, commits included, so the storage
 is viewed afresh before each step goes on (the reconciler finds its
 positions again from the bounds).
+
+Paced work still delays every other request: each pause of the loop runs
+one step of every round under way, so a request waits a step per round
+for each of its own awaits. The server bounds how many rounds pause at
+once (``pausing``: entered at the first pause, refusing when full).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -18,12 +24,23 @@ from relay.protocol.negentropy import Negentropy, Steps, Storage
 T = TypeVar("T")
 
 
-async def run_paced(steps: Steps[T], negentropy: Negentropy, view: Callable[[], Storage]) -> T:
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        await asyncio.sleep(0)
-        negentropy.storage = view()
+async def run_paced(
+    steps: Steps[T],
+    negentropy: Negentropy,
+    view: Callable[[], Storage],
+    pausing: contextlib.AbstractContextManager[None] | None = None,
+) -> T:
+    """``steps`` run to their end; ``pausing`` is entered before the first
+    pause and left at the end (work done in one step never enters it)."""
+    with contextlib.ExitStack() as held:
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            if pausing is not None:
+                held.enter_context(pausing)
+                pausing = None
+            await asyncio.sleep(0)
+            negentropy.storage = view()

@@ -8,6 +8,7 @@ nothing behind: a round reads the index and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -36,12 +37,11 @@ MAX_FETCH_ANSWER_BYTES = 8 * 1024 * 1024
 FETCH_READ_CHUNK = 100
 _JSON_ITEM_BYTES = 3  # the quotes and comma around each token or CID in the answer
 MIN_FRAME_LIMIT = 4096
-# A query over this many bytes is a large round: up to ~1 s of CPU at the
-# 1 MiB message cap however it is paced, so at most MAX_LARGE_ROUNDS run at
-# once (one more is a 503): eight at once made every other request of the
-# relay wait ~8 times as long. A smaller query (at most ~75 ms) never waits.
-LARGE_ROUND_BYTES = 64 * 1024
-MAX_LARGE_ROUNDS = 2
+# Rounds that pause (more than 256 ranges) running at once; one more is
+# refused (a 503). Every pause of the loop runs a step (~4 ms) of each, so
+# with many at once every other request waits: 32 queries of 64 KiB made a
+# 20-op POST /operations wait ~300 ms. A round done in one step never waits.
+MAX_LONG_ROUNDS = 2
 
 
 class SyncRequestError(Exception):
@@ -97,9 +97,11 @@ async def answer_round(
     window: Window,
     frame_limit: int,
     scoped: Storage | None = None,
+    pausing: contextlib.AbstractContextManager[None] | None = None,
 ) -> bytes:
     """One round over the whole index, or over ``scoped`` (a scope's items,
-    a set of its own that does not change)."""
+    a set of its own that does not change); ``pausing`` is entered before
+    the round first lets the loop run other work (``run_paced``)."""
     if scoped is None:
         await index.ready()
 
@@ -110,7 +112,8 @@ async def answer_round(
     options = NegentropyOptions(frame_size_limit=frame_limit, random_splits=True)
     negentropy = Negentropy(view(), options)
     try:
-        return await run_paced(negentropy.respond_in_steps(message), negentropy, view)
+        steps = negentropy.respond_in_steps(message)
+        return await run_paced(steps, negentropy, view, pausing)
     except NegentropyError as exc:
         raise SyncRequestError(400, f"malformed negentropy message: {exc}") from exc
 
@@ -159,9 +162,8 @@ def ordered_operations(
 
 
 __all__ = [
-    "LARGE_ROUND_BYTES",
     "MAX_FETCH_ANSWER_BYTES",
-    "MAX_LARGE_ROUNDS",
+    "MAX_LONG_ROUNDS",
     "SyncRequestError",
     "Window",
     "answer_round",
