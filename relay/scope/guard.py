@@ -1,0 +1,238 @@
+"""The consumer's side of a scope: which of the ops a peer serves for our
+scope (scoped ``/log`` pages, a scoped feed, a scoped reconciliation)
+belong to it, so that a scoped mirror ingests its scope and closure only,
+not whatever valid ops a hostile or buggy peer puts in its pages.
+
+An op is kept when ``EffectiveScope`` (``closure``), the serving side's own
+rules, holds it: an op of the intent (a DID's identity chain, beacons and
+artifacts; a contentId's chain), a countersignature of an intent op, or an
+identity op of a DID the closure needs (an intent op's or
+countersignature's ``dependencies``). The effective scope is ours: computed
+over our store, grown by what this guard kept since (also ops that wait in
+the pending buffer), and by the batch itself.
+
+Order: the serving side sends a closure op only once something needs it,
+in the same page or feed batch as that dependant (``tracker``: a late
+closure op comes just before it), so a batch is judged as a whole: a
+closure identity op ahead of its dependant in the batch is kept. A
+reconciliation fetches in batches that may split the two; its caller
+``recheck``s what was left out once the run has seen every batch.
+
+The claims judged (kind, chain, signer, a content op's parent) are read
+from the token unverified: ingest verifies every kept op, and each claim
+used here is one the verifier holds the op to (an identity extension's
+kid DID is its chain, a content extension goes on its parent's chain).
+What is not checked: a forged op that claims to be in scope can bring the
+identity chains it names along in its own batch; it does not verify, and
+a peer serving it is rejected for it by the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, cast
+
+from relay.protocol import (
+    ProtocolError,
+    content_id_from_genesis_cid,
+    decode_jws,
+    did_from_genesis_cid,
+    split_kid,
+)
+from relay.rules.classify import classify
+from relay.rules.outcomes import IngestionResult
+from stores.base import FeedEntry, OperationKind
+
+from .closure import EffectiveScope, ScopeReader, dependencies, effective_scope
+from .model import Scope
+
+log = logging.getLogger("dfos_relay.scope")
+
+SAMPLE = 5  # CIDs of left-out ops a log line names
+
+
+class GuardReader(ScopeReader, Protocol):
+    async def log_length(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Pulled:
+    """What a served token claims to be (unverified)."""
+
+    token: str
+    cid: str
+    kind: OperationKind
+    chain_id: str | None  # None: a content extension, on its parent's chain
+    previous: str | None
+    needs: frozenset[str]  # the identities it needs in the closure (``dependencies``)
+
+
+def read_pulled(token: str) -> Pulled | None:
+    """``token``'s claims; None when it cannot be read (ingest rejects it)."""
+    try:
+        decoded = decode_jws(token)
+    except ProtocolError:
+        return None
+    kind = classify(decoded.typ)
+    cid = decoded.header_cid
+    payload = decoded.payload
+    if kind is None or not isinstance(cid, str):
+        return None
+    previous = payload.get("previousOperationCID")
+    previous = previous if isinstance(previous, str) else None
+    author = payload.get("did")
+    try:
+        chain_id = _chain_of(kind, cid, previous, payload, decoded.kid)
+    except ProtocolError:
+        return None
+    if chain_id is None and kind != "content-op":
+        return None
+    op_kind = cast(OperationKind, kind)
+    entry = FeedEntry(0, cid, token, op_kind, chain_id or "", str(author), 0)
+    needs = dependencies(entry) if isinstance(author, str) else set()
+    return Pulled(token, cid, op_kind, chain_id, previous, frozenset(needs))
+
+
+def _chain_of(
+    kind: str, cid: str, previous: str | None, payload: dict[str, object], kid: str | None
+) -> str | None:
+    if kind == "identity-op":
+        if previous is None:
+            return did_from_genesis_cid(cid)
+        return split_kid(kid)[0] if kid else None  # ingest routes an extension by it
+    if kind == "content-op":
+        return content_id_from_genesis_cid(cid) if previous is None else None
+    field_name = "targetCID" if kind == "countersign" else "did"
+    value = payload.get(field_name)
+    return value if isinstance(value, str) else None
+
+
+@dataclass(slots=True)
+class GuardSplit:
+    kept: list[str] = field(default_factory=list)  # tokens, in the order served
+    kept_at: list[int] = field(default_factory=list)  # their indexes in the batch
+    kept_ops: list[Pulled] = field(default_factory=list)  # those of them that could be read
+    outside: list[Pulled] = field(default_factory=list)
+
+
+class ScopeGuard:
+    """One scope's guard, shared by every path that pulls it (so a closure
+    op finds what an earlier page or run kept waiting for it)."""
+
+    def __init__(
+        self,
+        reader: GuardReader,
+        scope: Scope,
+        on_outside: Callable[[str, Sequence[Pulled]], None] | None = None,
+    ) -> None:
+        self._reader = reader
+        self.scope = scope
+        self._eff: EffectiveScope | None = None
+        self.on_outside = on_outside
+
+    async def split(self, tokens: Sequence[object], owed: Collection[str] = ()) -> GuardSplit:
+        """``tokens`` split into those of the scope (or not readable: ingest
+        answers those) and the ops outside it. ``owed``: identities that ops
+        pulled before wait for (the closure needs them, whatever we hold)."""
+        pulled = [read_pulled(t) if isinstance(t, str) else None for t in tokens]
+        eff = await self._effective()
+        decided = _judge(eff, pulled, owed)
+        if not all(decided):  # our store may hold more since (another path, a client)
+            eff = await self._effective(refresh=True)
+            decided = _judge(eff, pulled, owed)
+        out = GuardSplit()
+        for at, (token, op, keep) in enumerate(zip(tokens, pulled, decided, strict=True)):
+            if keep:
+                out.kept.append(token)  # type: ignore[arg-type]
+                out.kept_at.append(at)
+                if op is not None:
+                    out.kept_ops.append(op)
+            elif op is not None:
+                out.outside.append(op)
+        return out
+
+    async def recheck(self, outside: Sequence[Pulled]) -> list[Pulled]:
+        """Of ``outside`` (left out of earlier batches), those the effective
+        scope holds now: a reconciliation's batches may bring a closure op
+        before the op that needs it."""
+        eff = await self._effective()
+        decided = _judge(eff, list(outside), ())
+        return [op for op, keep in zip(outside, decided, strict=True) if keep]
+
+    def settle(self, kept: Sequence[Pulled], results: Sequence[IngestionResult]) -> None:
+        """Grow the effective scope by the kept ops ingest took (sequenced,
+        held already, or waiting for a dependency: their closure is owed)."""
+        if self._eff is None:
+            return
+        taken = {r.cid for r in results if r.reason is None or not r.reason.is_permanent}
+        for op in kept:
+            if op.cid in taken:
+                _grow(self._eff, op)
+
+    def left_out(self, peer: str, outside: Sequence[Pulled]) -> None:
+        """Say once that ``outside`` (from ``peer``) was not ingested."""
+        if not outside:
+            return
+        sample = ", ".join(op.cid for op in outside[:SAMPLE])
+        more = ", ..." if len(outside) > SAMPLE else ""
+        log.warning(
+            "peer %s served %d ops outside scope %s; not ingested (%s%s)",
+            peer, len(outside), self.scope.scope_id, sample, more,
+        )  # fmt: skip
+        if self.on_outside is not None:
+            self.on_outside(peer, outside)
+
+    async def _effective(self, refresh: bool = False) -> EffectiveScope:
+        if self._eff is not None and not refresh:
+            return self._eff
+        head = await self._reader.log_length()
+        fresh = await effective_scope(self._reader, self.scope, head)
+        if self._eff is not None:  # what was kept waiting stays in
+            fresh.identities |= self._eff.identities
+            fresh.targets |= self._eff.targets
+        self._eff = fresh
+        return fresh
+
+
+def _judge(
+    eff: EffectiveScope, pulled: Sequence[Pulled | None], owed: Collection[str]
+) -> list[bool]:
+    """Which of ``pulled`` the scope holds, the batch taken as a whole:
+    intent ops (a content extension by its parent, which may come earlier
+    in the batch), then countersignatures of intent ops, then identity ops
+    of the closure that the batch's kept ops grow."""
+    keep = [op is None for op in pulled]  # unreadable: ingest rejects it
+    intent: set[str] = set()
+    needed: set[str] = set(owed)
+    for i, op in enumerate(pulled):
+        if op is not None and _is_intent(eff, op, intent):
+            keep[i] = True
+            intent.add(op.cid)
+            needed |= op.needs
+    for i, op in enumerate(pulled):
+        if op is None or op.kind != "countersign":
+            continue
+        if op.chain_id in eff.targets or op.chain_id in intent:
+            keep[i] = True
+            needed |= op.needs
+    for i, op in enumerate(pulled):
+        if op is not None and op.kind == "identity-op" and not keep[i]:
+            keep[i] = op.chain_id in eff.identities or op.chain_id in needed
+    return keep
+
+
+def _is_intent(eff: EffectiveScope, op: Pulled, intent: Collection[str]) -> bool:
+    if op.chain_id is None:  # a content extension: its parent's chain
+        return op.previous is not None and (op.previous in eff.targets or op.previous in intent)
+    return eff.is_intent(op.kind, op.chain_id)
+
+
+def _grow(eff: EffectiveScope, op: Pulled) -> None:
+    """``op``, kept and taken, in the effective scope (as ``tracker`` does)."""
+    if _is_intent(eff, op, ()):
+        eff.targets.add(op.cid)
+        eff.identities |= op.needs
+    elif op.kind == "countersign" and op.chain_id in eff.targets:
+        eff.identities |= op.needs
