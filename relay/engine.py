@@ -36,7 +36,7 @@ from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, MAX_LONG_ROUNDS, Window
 from relay.relay_identity import new_relay_identity
 from relay.rules.outcomes import IngestionResult, SequencedOp, Status
-from relay.scope import MAX_SCOPE_MEMBERS, Scope
+from relay.scope import MAX_SCOPE_MEMBERS, Pulled, Scope, ScopeGuard
 from relay.scope.checkpoints import ClosureCheckpoints
 from stores.base import RelayIdentityRecord, RelayStore
 
@@ -277,24 +277,31 @@ class Relay:
         bounds: ReconcileBounds | None = None,
         *,
         scope: Scope | None = None,
+        guard: ScopeGuard | None = None,
     ) -> ReconcileReport:
         """Reconcile with ``peer_url`` (Negentropy rounds, then pull what we
-        lack and push what it lacks), over ``scope`` only if given; failures
-        are in ``report.error``."""
+        lack and push what it lacks), over ``scope`` only if given (what is
+        pulled then goes through ``guard``, or one of this run's own);
+        failures are in ``report.error``."""
         client = self._reconcile_client()
         peer = peer_url.rstrip("/")
         peering = self.peering
         if peering is not None and direction != "pull":
             await peering.know(peer)  # our pushes name and prove us to it
+        if scope is not None and guard is None:
+            guard = ScopeGuard(self.store, scope, self._out_of_scope)
         report = await reconcile(
             self, self.sync_index, client, peer,
-            direction=direction, window=window, bounds=bounds, scope=scope,
+            direction=direction, window=window, bounds=bounds, scope=scope, guard=guard,
             skip_push=(lambda cid: peering.sent_us(peer, cid)) if peering else None,
             push_headers=(lambda: peering.push_headers(peer)) if peering else None,
             parked=self.parked_at_peers, taken=self.taken_by_peers,
         )  # fmt: skip
         self.metrics.reconcile.run(report)
         return report
+
+    def _out_of_scope(self, peer: str, outside: Sequence[Pulled]) -> None:
+        self.metrics.scope_out_of_scope(peer, len(outside))
 
     def _reconcile_client(self) -> HttpSyncClient:
         shared = getattr(self.peering, "client", None)

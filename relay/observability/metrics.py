@@ -21,6 +21,10 @@ Recording API (cheap, synchronous, safe to call from any task):
   not checkable (the sender's identity not held), taken as a client's.
 - ``links.update(views)``: the replication ledger's gauges per link
   (``link_metrics``), at scrape time.
+- ``scope_out_of_scope(peer, count)``:
+  ``dfos_relay_scope_out_of_scope_total{peer}``, ops a peer served for our
+  scope (scoped pages, feed, reconciliation) that the scope does not hold:
+  not ingested (``relay.scope.guard``).
 - ``parse_queue_refused(body)``: ``dfos_relay_parse_queue_refused_total{body}``,
   costly bodies answered 503 because ``parse_queue`` of them already waited
   for the parse child (``operations`` or ``documents``).
@@ -130,6 +134,12 @@ class RelayMetrics:
             registry=r,
         )
 
+        self.scope_out_of_scope_total = Counter(
+            "dfos_relay_scope_out_of_scope",
+            "Operations a peer served for our scope that the scope does not hold (not ingested)",
+            ["peer"],
+            registry=r,
+        )
         self.parse_queue_refusals = Counter(
             "dfos_relay_parse_queue_refused",
             "Costly request bodies answered 503 because too many waited for the parse child, "
@@ -202,6 +212,9 @@ class RelayMetrics:
             self.peer_lag.labels(url).set(lag)
         if not ok:
             self.peer_failures.labels(url).inc()
+
+    def scope_out_of_scope(self, url: str, count: int) -> None:
+        self.scope_out_of_scope_total.labels(url).inc(count)
 
     def push_unproven(self, reason: str) -> None:
         self.pushes_unproven.labels(reason).inc()

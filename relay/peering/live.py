@@ -17,6 +17,10 @@ first of them; what they miss is in the diagnostics). The peer's head seq
 comes from the feed's status event and every op's seq. A paused in-link
 stops following until it is resumed.
 
+With a scope, the ops of a batch are ingested only when the scope holds
+them (``scope_check``); a closure op the peer sends late is batched with
+the op after it (its dependant), so the two are judged together.
+
 A feed that sends no event for ``live_stall_s`` before its EOSE (heartbeat
 comments only, or no answer at all) is stalled, on its first connection or
 any that ``follow`` opens again after the peer ended one: heartbeats keep the
@@ -230,7 +234,8 @@ class LiveFollow:
                 if not batch:
                     await self._record(url, [], [], caught_up)
             full = len(batch) >= LIVE_BATCH or held >= LIVE_BATCH_CHARS
-            if batch and (caught_up or full or event.kind == "eose"):
+            ready = caught_up or full or event.kind == "eose"
+            if batch and ready and not _before_dependant(batch, held):
                 stall.reschedule(None)  # the peer's silence is timed, not our store's
                 await self._ingest(host, url, key, batch, caught_up)
                 batch, held = [], 0
@@ -244,11 +249,11 @@ class LiveFollow:
         tokens = [e.data.get("jwsToken") for e in batch]
         if not all(isinstance(t, str) for t in tokens):
             raise FeedClientError(f"{url}: an op event without a jwsToken string")
-        results = await host.ingest([t for t in tokens if isinstance(t, str)], source=url)
+        kept, results = await self._sync.scope_check.ingest(host, url, tokens)
         token = batch[-1].token
         if token:
             await host.store.set_peer_cursor(key, token)
-        await self._record(url, batch, results, caught_up)
+        await self._record(url, batch, results, caught_up, [batch[i] for i in kept])
 
     def _seen_head(self, url: str, head: object, at_connect: bool = False) -> None:
         if isinstance(head, int) and not isinstance(head, bool):
@@ -256,12 +261,18 @@ class LiveFollow:
             self.ledger.note(url, "in", remote_head=max(known, head))
 
     async def _record(
-        self, url: str, batch: list[FeedEvent], results: list[IngestionResult], caught_up: bool
+        self,
+        url: str,
+        batch: list[FeedEvent],
+        results: list[IngestionResult],
+        caught_up: bool,
+        ingested: list[FeedEvent] | None = None,
     ) -> None:
-        """The in-link after a batch: tokens, ops that wait, state, success."""
+        """The in-link after a batch: tokens, ops that wait, state, success.
+        ``results`` answer ``ingested`` (the batch less what was out of scope)."""
         link = self.ledger.get(url, "in")
         waiting = self._waiting.setdefault(url, dict(link.diagnostics.get("waiting") or {}))
-        for event, result in zip(batch, results, strict=False):
+        for event, result in zip(batch if ingested is None else ingested, results, strict=False):
             reason = result.reason
             if result.status is Status.REJECTED and reason and reason.is_dependency and event.token:
                 waiting[result.cid] = event.token
@@ -353,10 +364,20 @@ class LiveFollow:
 
 
 def _slim(event: FeedEvent) -> FeedEvent:
-    """``event`` with only what a batch needs of its data (the token and
-    its seq): whatever else a peer put in it is not held while it waits."""
-    kept: dict[str, Any] = {k: event.data[k] for k in ("jwsToken", "seq") if k in event.data}
+    """``event`` with only what a batch needs of its data (the token, its
+    seq, its closure flag): whatever else a peer put in it is not held while
+    it waits."""
+    names = ("jwsToken", "seq", "closure")
+    kept: dict[str, Any] = {k: event.data[k] for k in names if k in event.data}
     return FeedEvent(event.kind, kept, event.token)
+
+
+def _before_dependant(batch: list[FeedEvent], held: int) -> bool:
+    """The batch ends with a closure op sent late, just before the op that
+    needs it: the two are ingested together, so that a scoped link's guard
+    sees why it is in the scope (up to twice a batch's bytes: a peer that
+    sends closure ops and no dependant gets them judged without one)."""
+    return batch[-1].data.get("closure") is True and held < 2 * LIVE_BATCH_CHARS
 
 
 def _seq_of(token: str) -> int:

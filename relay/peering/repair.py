@@ -45,11 +45,12 @@ from relay.reconcile.initiator import (
     ReconcileReport,
 )
 from relay.reconcile.server import Window
-from relay.scope import Scope
+from relay.scope import Scope, ScopeGuard
 
 from .backoff import Backoff
 from .config import PeeringConfig
 from .ledger import LinkLedger
+from .scope_check import ScopeCheck
 from .tasks import cancel_all
 from .watermark import OutLinks
 
@@ -66,6 +67,7 @@ class ReconcilingHost(Protocol):
         bounds: ReconcileBounds | None = None,
         *,
         scope: Scope | None = None,
+        guard: ScopeGuard | None = None,
     ) -> ReconcileReport: ...
 
 
@@ -83,6 +85,7 @@ class ReconcileRepair:
         # live follow tracks its own): the in-link is repairing until none wait
         self._waiting: dict[str, dict[str, str]] = {}
         self.ledger = LinkLedger()  # the peering service shares its own
+        self.scope_check = ScopeCheck(None)  # the peering service shares its own
         self.out_links: OutLinks | None = None
 
     def start(self, host: ReconcilingHost) -> None:
@@ -125,7 +128,8 @@ class ReconcileRepair:
         head = self.out_links.head if self.out_links is not None else 0
         bounds = self._config.reconcile_bounds
         async with self._locks.setdefault(url, asyncio.Lock()):
-            report = await host.reconcile(url, direction, window, bounds, scope=self._config.scope)
+            scope, guard = self._config.scope, self.scope_check.guard
+            report = await host.reconcile(url, direction, window, bounds, scope=scope, guard=guard)
         self.last[url] = report
         await self._record(url, direction, report, head)
         if _goes_on(report):

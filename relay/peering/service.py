@@ -45,6 +45,7 @@ from .link_view import LinkView, link_view
 from .live import LiveFollow
 from .read_through import ReadThrough
 from .repair import ReconcileRepair, ReconcilingHost
+from .scope_check import ScopeCheck
 from .sender_auth import SenderAuth
 from .sender_proof import ProofMinter
 from .sync import SyncIn
@@ -110,6 +111,10 @@ class Peering:
         self.ledger.before_flush = self._follow_head
         self.ledger.shares.on_gone = self._adopt
         self.sync.ledger = self.live.ledger = self.repair.ledger = self.ledger
+        # one guard of what a scoped mirror pulls, whichever way it pulls it
+        self.scope_check = ScopeCheck(config.scope)
+        self.scope_check.ledger = self.ledger
+        self.sync.scope_check = self.repair.scope_check = self.scope_check
         self.reads.ledger = self.ledger
         self.repair.out_links = self.out_links
         self.fanout.watch = self.out_links
@@ -121,6 +126,7 @@ class Peering:
     async def start(self, relay: PeeringHost) -> None:
         self._host = relay
         await self.ledger.start(relay.store)
+        self.scope_check.start(relay)
         self.out_links.start(list(self.gossip.lanes), await relay.store.log_length())
         await self.ledger.clear_gone_shares()  # what stopped or gone processes held back
         await self.ledger.flush()  # our shares, at once: the others' merge waits for them

@@ -34,6 +34,9 @@ cursor key ``<url>#<scopeId>``; a scoped page's null cursor is followed by
 the last entry the peer scanned (``scannedTo``), not the last one served,
 since a closure op may be served behind its own position.
 
+A scoped page's ops are ingested only when the scope holds them
+(``scope_check``): a peer cannot fill a scoped mirror with other ops.
+
 The replication ledger's in-link records each cycle: its failures, and
 (for a peer that is polled: a sync-only peer, or a ``live`` peer without a
 feed) the log cursors as received/applied tokens. A polled link is ``live``
@@ -53,11 +56,13 @@ from typing import TYPE_CHECKING
 
 from peer.base import PeerClient, PeerError, PeerInvalidOperations, PeerLogPage
 from relay.rules.outcomes import IngestionResult, Status
+from relay.scope.guard import read_pulled
 
 from .backoff import Backoff
 from .config import PeeringConfig
 from .host import PeeringHost
 from .ledger import LinkLedger
+from .scope_check import ScopeCheck
 
 if TYPE_CHECKING:
     from .repair import ReconcileRepair
@@ -80,6 +85,7 @@ class SyncIn:
         # Set by the peering service: repairs an unknown cursor by reconciling.
         self.repair: ReconcileRepair | None = None  # one cycle at a time: cursors advance in order
         self.ledger = LinkLedger()  # the peering service shares its own
+        self.scope_check = ScopeCheck(None)  # the peering service shares its own
         self._failed: set[str] = set()  # peers whose last cycle failed
 
     def start(self, host: PeeringHost) -> None:
@@ -182,9 +188,9 @@ class SyncIn:
                 if page.cursor is not None and page.cursor != cursor and more():
                     fetch = self._fetch(url, page.cursor, budget)
                 tokens = [e.jws_token for e in page.entries]
-                results = await host.ingest(tokens, source=url)
+                kept, results = await self.scope_check.ingest(host, url, tokens)
                 new += sum(1 for r in results if r.status is Status.NEW)
-                issued = _next_cursor(page, results)
+                issued = _next_cursor(page, kept, results)
                 if issued is not None and issued != cursor:
                     await host.store.set_peer_cursor(key, issued)
                     cursor = issued
@@ -248,7 +254,11 @@ def _record(host: PeeringHost, url: str, lag: int | None, ok: bool) -> None:
         metrics.peer_sync(url, lag, ok)
 
 
-def _next_cursor(page: PeerLogPage, results: Sequence[IngestionResult]) -> str | None:
+def _next_cursor(
+    page: PeerLogPage, kept: Sequence[int], results: Sequence[IngestionResult]
+) -> str | None:
+    """``kept``: the indexes of the page's entries that were ingested
+    (``results`` answers them in order)."""
     if page.cursor is not None:
         return page.cursor
     if page.scanned_to is not None:  # a scoped page: the peer's own scan position
@@ -256,4 +266,9 @@ def _next_cursor(page: PeerLogPage, results: Sequence[IngestionResult]) -> str |
     last = page.entries[-1]
     # The caught-up page carries no cursor; the last entry's CID is the peer's
     # own log position, but only trust it if the token really is that op.
-    return last.cid if results and results[-1].cid == last.cid else None
+    if kept and kept[-1] == len(page.entries) - 1:
+        return last.cid if results and results[-1].cid == last.cid else None
+    # left out of scope (a peer ignoring the scope serves its whole log):
+    # its token's own CID claim, as the guard read it
+    claimed = read_pulled(last.jws_token)
+    return last.cid if claimed is not None and claimed.cid == last.cid else None

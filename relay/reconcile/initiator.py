@@ -7,7 +7,11 @@
 2. Pull: ``need`` is fetched in batches (oldest first, so dependencies
    tend to come first; the peer orders each batch for transfer) and
    ingested through the normal pipeline: every op is verified, the peer
-   is trusted with nothing.
+   is trusted with nothing. A scoped run ingests only what the scope holds
+   (``relay.scope.guard``); a closure op its batch does not show to be
+   needed is judged again once every batch is in (its dependant may come
+   in a later one), and what is still outside is left out
+   (``report.out_of_scope``).
 3. Push: ``have`` is read from our store a thousand at a time and posted
    in transfer order, a hundred a request, less the ops the peer parked
    when an earlier run pushed them (``ParkedAtPeers``): it wakes them itself
@@ -55,7 +59,7 @@ from relay.protocol.negentropy import (
 )
 from relay.rules.outcomes import IngestionResult, RejectReason, Status
 from relay.rules.transfer_order import transfer_order
-from relay.scope import Scope
+from relay.scope import Pulled, Scope, ScopeGuard
 from stores.base import OperationRecord, PendingOp, StoreError
 
 from .answers import TAKEN_PER_PEER, ParkedAtPeers, TakenAtPeers
@@ -66,6 +70,10 @@ from .server import Window
 
 Direction = Literal["pull", "push", "both"]
 PUSH_BATCH = 100  # POST /operations takes at most 100
+# token characters of ops outside the scope a scoped run holds to judge
+# again at its end (closure ops fetched before what needs them); past it,
+# they are left out at once
+DEFERRED_CHARS = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +136,7 @@ class ReconcileReport:
     # and nothing else went wrong: the next run goes on from there
     cut_short: bool = False
     scope_id: str | None = None  # a scoped run: over that scope's items only
+    out_of_scope: int = 0  # served by the peer, outside the scope: not ingested
 
     @property
     def ok(self) -> bool:
@@ -162,6 +171,7 @@ class ReconcileReport:
             "error": self.error,
             "cutShort": self.cut_short,
             "scopeId": self.scope_id,
+            "outOfScope": self.out_of_scope,
         }
 
 
@@ -193,10 +203,13 @@ async def reconcile(
     push_headers: Callable[[], Mapping[str, str]] | None = None,
     parked: ParkedAtPeers | None = None,
     taken: TakenAtPeers | None = None,
+    guard: ScopeGuard | None = None,
 ) -> ReconcileReport:
     """One run against ``peer_url``; failures are in ``report.error``.
 
-    With ``scope``, both sides reconcile that scope's effective items only.
+    With ``scope``, both sides reconcile that scope's effective items only,
+    and what is pulled is ingested only when the scope holds it: ``guard``
+    judges it (one of its own when not given).
     ``skip_push(cid)`` true: not pushed (the peer sent it to us: echo
     suppression); ``push_headers()`` go on every push (the sender header and
     its proof, asked for per push: a long run outlives a proof); ``parked``
@@ -218,7 +231,9 @@ async def reconcile(
             report.have, report.need = len(have) // ID_SIZE, len(need)
             try:
                 if direction in ("pull", "both") and need:
-                    await _pull(host, client, report, need)
+                    if scope is not None and guard is None:
+                        guard = ScopeGuard(host.store, scope)
+                    await _pull(host, client, report, need, guard)
                 if direction in ("push", "both") and have:
                     skip = _Skip(report, skip_push, parked, taken)
                     await _push(host, client, report, have, skip, push_headers)
@@ -360,13 +375,31 @@ def _storage(tree: Storage, window: Window) -> Storage:
 
 
 async def _pull(
-    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, need: list[bytes]
+    host: ReconcileHost,
+    client: HttpSyncClient,
+    report: ReconcileReport,
+    need: list[bytes],
+    guard: ScopeGuard | None = None,
+) -> None:
+    outside = _Outside(guard)
+    try:
+        await _pull_all(host, client, report, need, outside)
+    finally:
+        await outside.settle(host, report)
+
+
+async def _pull_all(
+    host: ReconcileHost,
+    client: HttpSyncClient,
+    report: ReconcileReport,
+    need: list[bytes],
+    outside: _Outside,
 ) -> None:
     for at in range(0, len(need), MAX_FETCH_CIDS):
         cids = [cid_from_id(i) for i in need[at : at + MAX_FETCH_CIDS]]
         unasked = len(need) - at - len(cids)
         more = f" ({unasked} more not asked for)" if unasked else ""
-        served, invalid = await _pull_batch(host, client, report, cids)
+        served, invalid = await _pull_batch(host, client, report, cids, outside)
         if not served:  # ids it has not got: asking for the rest would be no better
             raise ReconcileAborted(
                 f"peer advertised {len(report.refused)} ops it then did not serve{more}"
@@ -378,7 +411,11 @@ async def _pull(
 
 
 async def _pull_batch(
-    host: ReconcileHost, client: HttpSyncClient, report: ReconcileReport, cids: list[str]
+    host: ReconcileHost,
+    client: HttpSyncClient,
+    report: ReconcileReport,
+    cids: list[str],
+    outside: _Outside,
 ) -> tuple[int, int]:
     """``cids`` fetched and ingested: (ops the peer served, of those rejected
     for good: a bad signature, a CID that is not the payload's...). When it
@@ -389,15 +426,68 @@ async def _pull_batch(
         named.update(c for c in fetched.missing if c in asked)
         report.fetched += len(fetched.tokens)
         served += len(fetched.tokens)
-        if fetched.tokens:
-            results = await host.ingest(fetched.tokens, source=report.peer)
-            report.sequenced += sum(1 for r in results if r.status is Status.NEW)
-            report.waiting.extend(
-                r.cid for r in results if r.reason is not None and r.reason.is_dependency
-            )
+        tokens = await outside.kept(fetched.tokens)
+        if tokens:
+            results = await _ingest(host, report, tokens, outside)
             invalid += sum(1 for r in results if r.reason is not None and r.reason.is_permanent)
     report.refused.extend(c for c in cids if c in named or not served)
     return served, invalid
+
+
+async def _ingest(
+    host: ReconcileHost, report: ReconcileReport, tokens: Sequence[object], outside: _Outside
+) -> list[IngestionResult]:
+    results = await host.ingest(tokens, source=report.peer)
+    outside.taken(results)
+    report.sequenced += sum(1 for r in results if r.status is Status.NEW)
+    report.waiting.extend(r.cid for r in results if r.reason is not None and r.reason.is_dependency)
+    return results
+
+
+class _Outside:
+    """A scoped run's guard, and the ops its batches left out: judged again
+    at the run's end (a closure op may come a batch before its dependant)."""
+
+    def __init__(self, guard: ScopeGuard | None) -> None:
+        self._guard = guard
+        self._kept: list[Pulled] = []  # the last batch's, until ingest answered
+        self._deferred: list[Pulled] = []
+        self._held = 0  # token characters deferred
+        self._left: list[Pulled] = []  # left out for good
+
+    async def kept(self, tokens: list[str]) -> list[str]:
+        if self._guard is None:
+            return tokens
+        split = await self._guard.split(tokens)
+        self._kept = split.kept_ops
+        for op in split.outside:
+            if self._held + len(op.token) <= DEFERRED_CHARS:
+                self._deferred.append(op)
+                self._held += len(op.token)
+            else:
+                self._left.append(op)
+        return split.kept
+
+    def taken(self, results: Sequence[IngestionResult]) -> None:
+        if self._guard is not None:
+            self._guard.settle(self._kept, results)
+            self._kept = []
+
+    async def settle(self, host: ReconcileHost, report: ReconcileReport) -> None:
+        """Ingest what the scope holds now of the deferred ops; the rest is out."""
+        guard = self._guard
+        if guard is None:
+            return
+        back = await guard.recheck(self._deferred) if self._deferred else []
+        if back:
+            self._kept = back
+            await _ingest(host, report, [op.token for op in back], self)
+        ingested = {op.cid for op in back}
+        self._left += [op for op in self._deferred if op.cid not in ingested]
+        self._deferred, self._held = [], 0
+        report.out_of_scope += len(self._left)
+        guard.left_out(report.peer, self._left)
+        self._left = []
 
 
 async def _fetched(
