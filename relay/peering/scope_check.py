@@ -41,8 +41,11 @@ class ScopeCheck:
         self._metrics: Any = None
 
     def start(self, host: PeeringHost) -> None:
+        """After the ledger loaded: what its in-links' ops wait for is owed."""
         if self._scope is not None and self.guard is None:
             self.guard = ScopeGuard(host.store, self._scope, self._left_out)
+        if self.guard is not None:
+            self.guard.owe(self._owed())
         self._metrics = getattr(host, "metrics", None)
 
     async def ingest(
@@ -53,17 +56,23 @@ class ScopeCheck:
         guard = self.guard
         if guard is None:
             return list(range(len(tokens))), await host.ingest(tokens, source=url)
-        split = await guard.split(tokens, owed=self._owed(url))
+        split = await guard.split(tokens)
         guard.left_out(url, split.outside)
         results = await host.ingest(split.kept, source=url) if split.kept else []
         guard.settle(split.kept_ops, results)
         return split.kept_at, results
 
-    def _owed(self, url: str) -> list[str]:
-        """The identities ops pulled from ``url`` wait for (the in-link's diagnostics)."""
-        missing = self.ledger.get(url, "in").diagnostics.get("missing")
-        named = missing.get("identity") if isinstance(missing, dict) else None
-        return [did for did in named if isinstance(did, str)] if isinstance(named, list) else []
+    def _owed(self) -> set[str]:
+        """The identities ops pulled for the scope wait for (the in-links' diagnostics)."""
+        owed: set[str] = set()
+        for link in self.ledger.links():
+            if link.direction != "in" or link.scope_id != self.ledger.in_scope:
+                continue
+            missing = link.diagnostics.get("missing")
+            named = missing.get("identity") if isinstance(missing, dict) else None
+            if isinstance(named, list):
+                owed.update(did for did in named if isinstance(did, str))
+        return owed
 
     def _left_out(self, url: str, outside: Sequence[Pulled]) -> None:
         if self._metrics is not None:

@@ -130,18 +130,25 @@ class ScopeGuard:
         self._reader = reader
         self.scope = scope
         self._eff: EffectiveScope | None = None
+        self._owed: set[str] = set()
         self.on_outside = on_outside
 
-    async def split(self, tokens: Sequence[object], owed: Collection[str] = ()) -> GuardSplit:
+    def owe(self, dids: Collection[str]) -> None:
+        """Identities that ops pulled before wait for in the pending buffer
+        (named by the ledger after a restart): the closure needs them."""
+        self._owed.update(dids)
+        if self._eff is not None:
+            self._eff.identities |= self._owed
+
+    async def split(self, tokens: Sequence[object]) -> GuardSplit:
         """``tokens`` split into those of the scope (or not readable: ingest
-        answers those) and the ops outside it. ``owed``: identities that ops
-        pulled before wait for (the closure needs them, whatever we hold)."""
+        answers those) and the ops outside it."""
         pulled = [read_pulled(t) if isinstance(t, str) else None for t in tokens]
         eff = await self._effective()
-        decided = _judge(eff, pulled, owed)
+        decided = _judge(eff, pulled)
         if not all(decided):  # our store may hold more since (another path, a client)
             eff = await self._effective(refresh=True)
-            decided = _judge(eff, pulled, owed)
+            decided = _judge(eff, pulled)
         out = GuardSplit()
         for at, (token, op, keep) in enumerate(zip(tokens, pulled, decided, strict=True)):
             if keep:
@@ -158,7 +165,7 @@ class ScopeGuard:
         scope holds now: a reconciliation's batches may bring a closure op
         before the op that needs it."""
         eff = await self._effective()
-        decided = _judge(eff, list(outside), ())
+        decided = _judge(eff, list(outside))
         return [op for op, keep in zip(outside, decided, strict=True) if keep]
 
     def settle(self, kept: Sequence[Pulled], results: Sequence[IngestionResult]) -> None:
@@ -189,6 +196,7 @@ class ScopeGuard:
             return self._eff
         head = await self._reader.log_length()
         fresh = await effective_scope(self._reader, self.scope, head)
+        fresh.identities |= self._owed
         if self._eff is not None:  # what was kept waiting stays in
             fresh.identities |= self._eff.identities
             fresh.targets |= self._eff.targets
@@ -196,16 +204,14 @@ class ScopeGuard:
         return fresh
 
 
-def _judge(
-    eff: EffectiveScope, pulled: Sequence[Pulled | None], owed: Collection[str]
-) -> list[bool]:
+def _judge(eff: EffectiveScope, pulled: Sequence[Pulled | None]) -> list[bool]:
     """Which of ``pulled`` the scope holds, the batch taken as a whole:
     intent ops (a content extension by its parent, which may come earlier
     in the batch), then countersignatures of intent ops, then identity ops
     of the closure that the batch's kept ops grow."""
     keep = [op is None for op in pulled]  # unreadable: ingest rejects it
     intent: set[str] = set()
-    needed: set[str] = set(owed)
+    needed: set[str] = set()
     for i, op in enumerate(pulled):
         if op is not None and _is_intent(eff, op, intent):
             keep[i] = True

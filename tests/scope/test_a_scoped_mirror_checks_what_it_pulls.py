@@ -30,7 +30,7 @@ from relay.testing.workload import WorkloadBuilder
 from tests.peering.mesh import FAST, in_process_mesh
 from tests.support.relay_api import PAST_MS
 
-from .world import build_world, expected_closure
+from .world import build_world, expected_closure, remove_identity
 
 Asgi = Callable[..., Any]
 OFF = {"gossip": False, "read_through": False, "sync": False}
@@ -200,3 +200,46 @@ async def test_a_scoped_pull_keeps_a_closure_op_fetched_before_its_dependant(
         again = await consumer.reconcile(mesh.urls[0], "pull", scope=scope)
         assert again.ok and again.need == 0
         assert await held(consumer) == expected_closure(world)
+
+
+@pytest.mark.parametrize("behaviour", ["live", "reconcile"])
+async def test_a_closure_member_owed_before_a_restart_is_taken_after_it(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """The countersignature waits for the witness, whom the serving relay
+    lost; the mirror restarts (its memory of what waits is gone, its ledger
+    names the witness as missing); the witness comes back on the serving
+    side, in log order after everything: the mirror takes it."""
+    world = build_world(seed=65)
+    scope = parse_scope(world.chain.content_id)
+    db = tmp_path / "serving.db"
+    serving = create_relay(store_from_url(f"sqlite:///{db}"))
+    mirror_store = f"sqlite:///{tmp_path / 'mirror.db'}"
+    flags = {**OFF, behaviour: True}
+    config = replace(FAST, scope=scope, reconcile_interval_s=0.2)
+
+    def consumer_of(url: str) -> Relay:
+        peering = build_peering([PeerConfig(url, **flags)], config=config)
+        return create_relay(store_from_url(mirror_store), peering=peering)
+
+    async with serve_on_loopback(serving.app) as url:
+        await serving.ingest(world.tokens)
+        remove_identity(db, world.witness.did)
+        first = consumer_of(url)
+        async with first.running():
+
+            async def waits() -> bool:
+                missing = in_link(first, url).diagnostics.get("missing")
+                return missing == {"identity": [world.witness.did]}
+
+            await until(waits)
+        await serving.ingest([world.tokens[1]])  # the witness's genesis, sequenced last
+        second = consumer_of(url)
+        async with second.running():
+
+            async def countersigned() -> bool:
+                return await second.store.get_operation(world.countersign) is not None
+
+            await until(countersigned)
+            assert await held(second) == expected_closure(world)
+            assert out_of_scope(second, url) == 0
