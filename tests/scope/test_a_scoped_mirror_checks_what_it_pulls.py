@@ -10,6 +10,7 @@ dependant) and when a page holds a single entry."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -89,8 +90,9 @@ def in_link(relay: Relay, url: str) -> Any:
 
 @pytest.mark.parametrize("behaviour", ["sync", "live", "reconcile"])
 async def test_a_peer_ignoring_the_scope_fills_the_mirror_with_the_closure_only(
-    tmp_path: Path, behaviour: str
+    tmp_path: Path, behaviour: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="dfos_relay.scope")
     world = build_world(seed=61)
     scope = parse_scope(world.chain.content_id)
     serving = create_relay(store_from_url("memory://"))
@@ -115,6 +117,8 @@ async def test_a_peer_ignoring_the_scope_fills_the_mirror_with_the_closure_only(
             for cid in world.creator_extras:
                 assert await consumer.store.get_operation(cid) is None
             assert in_link(consumer, url).diagnostics["outOfScope"]["ops"] >= 6
+            said = [r.getMessage() for r in caplog.records if r.name == "dfos_relay.scope"]
+            assert said and all(url in line and "outside scope" in line for line in said)
 
 
 async def test_a_closure_that_grows_while_the_mirror_follows_arrives_whole(
