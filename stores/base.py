@@ -677,6 +677,19 @@ class FeedStore(Protocol):
         of ``kinds`` with ``seq <= until_seq``, all in seq order."""
         ...
 
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+    ) -> list[FeedEntry]:
+        """A page of ``read_chains_entries``: the first ``limit`` of those
+        ops with ``after_seq < seq <= until_seq``, in seq order (a large
+        scope is read a page at a time, the loop free between pages)."""
+        ...
+
     async def get_feed_epoch(self) -> str:
         """The epoch of this log's seq domain; minted on first use."""
         ...

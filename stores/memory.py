@@ -338,6 +338,30 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
         out.sort(key=lambda e: e.seq)
         return out
 
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+    ) -> list[FeedEntry]:
+        cids, entry = self._ops.cid, self._ops.feed_entry
+        out: list[FeedEntry] = []
+        for chain_id in set(chain_ids):
+            for log in (self._chain_log, self._standalone_log):
+                held = seqs_of(log, chain_id)  # ascending: the page starts at a bisection
+                taken = 0
+                for at in range(bisect.bisect_right(held, after_seq), len(held)):
+                    seq = held[at]
+                    if seq > until_seq or taken == limit:
+                        break
+                    if cids[seq - 1] is not None and (found := entry(seq)).kind in kinds:
+                        out.append(found)
+                        taken += 1
+        out.sort(key=lambda e: e.seq)
+        return out[:limit]
+
     async def get_feed_epoch(self) -> str:
         if self._epoch is None:
             self._epoch = new_epoch()

@@ -94,6 +94,15 @@ class Queries:
         f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
         f"AND {STANDALONE_KINDS_SQL} ORDER BY pos"
     )
+    # a page of the above: positions in (after, until], at most a limit
+    chains_entries_after: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos > ? "
+        f"AND pos <= ? AND {CHAIN_KINDS_SQL} ORDER BY pos LIMIT ?"
+    )
+    standalone_chains_entries_after: str = (
+        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos > ? "
+        f"AND pos <= ? AND {STANDALONE_KINDS_SQL} ORDER BY pos LIMIT ?"
+    )
     get_epoch: str = "SELECT epoch FROM feed_meta WHERE id = 1"
     init_epoch: str = "INSERT INTO feed_meta (id, epoch) VALUES (1, ?) ON CONFLICT (id) DO NOTHING"
     set_epoch: str = (

@@ -188,6 +188,30 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
             return out
         return _in_log_order(out, kinds)
 
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+    ) -> list[FeedEntry]:
+        ids = self._d.lst(sorted(set(chain_ids)))
+        chained = sorted(k for k in set(kinds) if k in _CHAIN_KINDS)
+        standalone = sorted(k for k in set(kinds) if k not in _CHAIN_KINDS)
+        statements = (
+            (chained, self._q.chains_entries_after),
+            (standalone, self._q.standalone_chains_entries_after),
+        )
+        out: list[FeedEntry] = []
+        async with self._reading() as conn:
+            for group, sql in statements:
+                if group:
+                    args = (ids, self._d.lst(group), after_seq, until_seq, limit)
+                    out.extend(R.feed_entry(r) for r in await conn.fetch(sql, args))
+        # each statement's first ``limit`` hold the first ``limit`` of both
+        return _in_log_order(out, kinds)[:limit]
+
     async def get_feed_epoch(self) -> str:
         row = await self._one(self._q.get_epoch, ())
         if row is not None:

@@ -79,6 +79,28 @@ async def test_many_chains_entries_in_one_read(opened: RelayStore) -> None:
     assert await opened.read_chains_entries([], kinds, 6) == []
 
 
+async def test_many_chains_entries_a_page_at_a_time(opened: RelayStore) -> None:
+    await append(opened, op("g", at=1), op("b1", "beacon", "did:dfos:a", at=2))
+    await append(opened, op("h", "identity-op", "did:dfos:b", at=3), op("u1", parent="g", at=4))
+    await append(
+        opened, op("a1", "artifact", "did:dfos:a", at=5), op("x", "identity-op", "did:dfos:c", at=6)
+    )
+    chains, kinds = (
+        ["did:dfos:b", "did:dfos:a", "did:dfos:none"],
+        ("identity-op", "beacon", "artifact"),
+    )
+    pages, after = [], 0
+    while page := await opened.read_chains_entries_after(chains, kinds, after, 5, 2):
+        pages.append([e.cid for e in page])
+        after = page[-1].seq
+    # both indexes (chain ops, standalone ops) merged in seq order, bounded on both sides
+    assert pages == [["g", "b1"], ["h", "u1"], ["a1"]]
+    assert [
+        e.cid for e in await opened.read_chains_entries_after(chains, ("beacon",), 0, 6, 9)
+    ] == ["b1"]
+    assert await opened.read_chains_entries_after([], kinds, 0, 6, 9) == []
+
+
 async def test_epoch_is_minted_once_and_survives_a_restart(opened: RelayStore) -> None:
     epoch = await opened.get_feed_epoch()
     assert epoch and "." not in epoch
