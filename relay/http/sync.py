@@ -5,8 +5,9 @@
   to a createdAt window, ``?frameLimit=`` is the client's frame limit,
   ``?scope=`` (DIDs and contentIds) limits both sides to that scope's
   effective item set: intent plus dependency closure. At most
-  ``MAX_LONG_ROUNDS`` rounds that pause (over 256 ranges) run at once; one
-  more is a 503 with ``Retry-After``.
+  ``MAX_LONG_ROUNDS`` rounds that pause (over 256 ranges), or scoped sets
+  built in more than one step, run at once; one more is a 503 with
+  ``Retry-After``.
 - ``POST /sync/operations``: ``{"cids": [...]}`` (at most 1000) answers
   ``{"operations": [jwsToken...], "missing": [cid...]}`` in transfer order,
   or 413 when that answer would pass ``MAX_FETCH_ANSWER_BYTES`` (8 MiB).
@@ -45,8 +46,11 @@ async def post_negentropy(request: Request) -> Response:
         frame_limit = parse_frame_limit(request.query_params, config.sync_frame_limit)
         scope = scope_param(request)
         body = await read_body_capped(request, config.sync_max_message_bytes)
-        scoped = None if scope is None else await relay.scoped_items.storage(scope)
-        # a round that pauses takes a place among the few that may, or is a 503
+        # a scope's set built or brought forward in steps, and a round that
+        # pauses, each take a place among the few that may, or are a 503
+        scoped = None
+        if scope is not None:
+            scoped = await relay.scoped_items.storage(scope, relay.long_rounds.held())
         long_round = relay.long_rounds.held()
         reply = await answer_round(relay.sync_index, body, window, frame_limit, scoped, long_round)
     except SyncRequestError as exc:

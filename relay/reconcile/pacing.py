@@ -24,6 +24,26 @@ from relay.protocol.negentropy import Negentropy, Steps, Storage
 T = TypeVar("T")
 
 
+class Pauses:
+    """``await pause()`` between steps of work of one's own (a scope's set
+    read a page at a time): the loop runs other work, and ``pausing`` is
+    entered at the first pause and held until ``held`` is closed."""
+
+    def __init__(
+        self,
+        held: contextlib.ExitStack,
+        pausing: contextlib.AbstractContextManager[None] | None = None,
+    ) -> None:
+        self._held = held
+        self._pausing = pausing
+
+    async def __call__(self) -> None:
+        if self._pausing is not None:
+            self._held.enter_context(self._pausing)
+            self._pausing = None
+        await asyncio.sleep(0)
+
+
 async def run_paced(
     steps: Steps[T],
     negentropy: Negentropy,

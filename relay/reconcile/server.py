@@ -100,7 +100,7 @@ async def answer_round(
     pausing: contextlib.AbstractContextManager[None] | None = None,
 ) -> bytes:
     """One round over the whole index, or over ``scoped`` (a scope's items,
-    a set of its own that does not change); ``pausing`` is entered before
+    a set of its own, which may grow in place as the index does); ``pausing`` is entered before
     the round first lets the loop run other work (``run_paced``)."""
     if scoped is None:
         await index.ready()
