@@ -64,7 +64,8 @@ class _Socket:
         self.send_lock = asyncio.Lock()
         self.closed = False
         self.done = asyncio.Event()  # set when this socket must close
-        self.stalled: tuple[str, Subscription] | None = None
+        self.slow = False  # a send timed out, whichever frame it was
+        self.stalled: tuple[str, Subscription] | None = None  # the subscription it was for
 
     async def send(self, text: str, stalled: tuple[str, Subscription] | None = None) -> None:
         """Send one frame; past the send timeout, mark the socket for closing
@@ -77,23 +78,27 @@ class _Socket:
                     await self.ws.send_text(text)
             except TimeoutError:
                 self.relay.metrics.feed_slow_closed.inc()
-                self.closed = True
+                self.closed = self.slow = True
                 self.stalled = stalled
                 self.done.set()
                 raise WebSocketDisconnect(SLOW_CONSUMER_CLOSE) from None
 
-    async def send_frame(self, frame: list[Any]) -> None:
-        await self.send(json.dumps(frame))
+    async def send_frame(
+        self, frame: list[Any], stalled: tuple[str, Subscription] | None = None
+    ) -> None:
+        await self.send(json.dumps(frame), stalled)
 
     async def close(self, open_subs: dict[str, Subscription]) -> None:
         """The closing sequence, after what is already buffered; bounded."""
         self.closed = True
         code, reason, frames = 1000, "bye", []
-        if self.stalled is not None:
-            stalled_id, stalled = self.stalled
-            code = SLOW_CONSUMER_CLOSE
-            reason = f"slow consumer; resume from {stalled.token.compact()}"
-            for sub_id, sub in {stalled_id: stalled, **open_subs}.items():
+        if self.slow:  # whichever frame stalled (an event, a snapshot, a NOTICE)
+            code, reason = SLOW_CONSUMER_CLOSE, "slow consumer"
+            if self.stalled is not None:
+                stalled_id, stalled = self.stalled
+                reason = f"slow consumer; resume from {stalled.token.compact()}"
+                open_subs = {stalled_id: stalled, **open_subs}
+            for sub_id, sub in open_subs.items():
                 token = sub.token
                 body = {
                     "error": "slow consumer: the socket stayed unwritable; resume from token",
@@ -118,7 +123,7 @@ class _Socket:
                         continue
                     frame = _ws_frame(sub_id, message)
                     if frame is not None:
-                        await self.send_frame(frame)
+                        await self.send_frame(frame, (sub_id, sub))
             except WebSocketDisconnect:
                 pass  # the socket closes (the client left, or it stalled)
             except FeedError as exc:  # the epoch changed under a live follow

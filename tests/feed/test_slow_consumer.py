@@ -193,3 +193,34 @@ async def test_a_stalled_sse_stream_whose_client_leaves_meanwhile_ends_quietly()
     await asyncio.wait_for(final_queued.wait(), 10)
     left.set()
     await asyncio.wait_for(task, 10)  # returns; no CancelledError escapes
+
+
+def _flood_until_blocked(sock: socket.socket, client: WSConnection) -> None:
+    """Bad requests, each answered with an ERR, sent until the relay stops reading."""
+    bad = json.dumps(["CHANGES", "bad", {"since": "x" * 80}])  # its ERR quotes the since
+    sock.settimeout(1)
+    with contextlib.suppress(OSError):
+        while True:
+            sock.sendall(client.send(TextMessage(data=bad)))
+
+
+async def test_a_websocket_consumer_stalled_on_another_frame_gets_its_tokens_too() -> None:
+    """Whichever frame the stall struck (here the ERR of a bad request, with
+    nothing of the open subscription's own to send), every open subscription
+    gets its ERR and the socket closes with 4008, not as a normal end."""
+    relay = _relay()
+    async with serve_on_loopback(relay.app) as url:
+        head = await relay.store.log_length()
+        sock = _stalled_socket(url)
+        client = await asyncio.to_thread(
+            _ws_open, sock, [["CHANGES", "live", {"since": head, "live": True}]]
+        )
+        await asyncio.to_thread(_flood_until_blocked, sock, client)
+        await _until_metric(url, SLOW_CLOSED, 1)
+        received = await asyncio.to_thread(_read_all, sock, 5)
+        sock.close()
+        frames, close = _ws_received(client, received)
+        errors = {f[1]: f[3] for f in frames if f[2] == "ERR" and f[3].get("code") == 4008}
+        assert set(errors) == {"live"}  # the open one; "bad" was never open
+        assert errors["live"]["seq"] == head and errors["live"]["token"].endswith(f".{head}")
+        assert close is not None and close.code == 4008
