@@ -161,22 +161,22 @@ class _Socket:
         except FeedRequestError as exc:
             await self.send_frame(["NOTICE", str(exc)])
             return
+        expected = 'expected ["CHANGES", subId, filter] or ["CLOSE", subId]'
         if not (isinstance(frame, list) and len(frame) >= 2 and isinstance(frame[1], str)):
-            await self.send_frame(
-                ["NOTICE", 'expected ["CHANGES", subId, filter] or ["CLOSE", subId]']
-            )
+            await self.send_frame(["NOTICE", expected])
             return
         verb, sub_id = frame[0], frame[1]
         if not 0 < len(sub_id) <= MAX_SUB_ID_CHARS:
             await self.send_frame(["NOTICE", f"subId must be 1..{MAX_SUB_ID_CHARS} characters"])
             return
-        if verb == "CLOSE":
+        if verb == "CLOSE" and len(frame) == 2:
             self._cancel(sub_id)
-            return
-        if verb != "CHANGES" or len(frame) != 3:
+        elif verb == "CHANGES" and len(frame) == 3:
+            await self.open(sub_id, frame[2])
+        elif verb in ("CHANGES", "CLOSE"):  # a known verb with too few or too many parts
+            await self.send_frame(["NOTICE", expected])
+        else:
             await self.send_frame(["NOTICE", f"unknown message {str(verb)[:20]!r}"])
-            return
-        await self.open(sub_id, frame[2])
 
     def _cancel(self, sub_id: str) -> None:
         task = self.tasks.pop(sub_id, None)
@@ -189,7 +189,7 @@ class _Socket:
     async def open(self, sub_id: str, raw_filter: Any) -> None:
         self._cancel(sub_id)  # a subId reused: the new filter replaces the old one
         if len(self.tasks) >= MAX_WS_SUBSCRIPTIONS:
-            error = {"error": f"at most {MAX_WS_SUBSCRIPTIONS} per socket"}
+            error = {"error": f"at most {MAX_WS_SUBSCRIPTIONS} subscriptions per socket"}
             await self.send_frame(["CHANGES", sub_id, "ERR", error])
             return
         try:

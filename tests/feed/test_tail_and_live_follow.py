@@ -128,6 +128,8 @@ async def test_a_websocket_message_that_is_not_a_request_gets_a_notice(served: S
         "[" * 5000 + "]" * 5000: "message is not JSON",  # nested past any parser's recursion
         '{"CHANGES": 1}': "expected",
         '["CHANGES", ""]': "subId",
+        '["CHANGES", "s"]': "expected",  # a known verb with a part missing, or one too many
+        '["CLOSE", "s", {}]': "expected",
         '["SUBSCRIBE", "s", {}]': "unknown message",
     }
     async with websockets.connect(served.ws_url) as ws:
