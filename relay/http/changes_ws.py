@@ -48,6 +48,9 @@ log = logging.getLogger("dfos_relay.feed")
 MAX_WS_MESSAGE_BYTES = 64 * 1024
 MAX_WS_SUBSCRIPTIONS = 16
 MAX_SUB_ID_CHARS = 64
+# A socket with no subscription open this long is closed (1000): an idle
+# socket is not counted by the subscriber cap, so this bounds what it holds
+IDLE_TIMEOUT_S = 60.0
 SLOW_CONSUMER_CLOSE = 4008
 CLOSE_GRACE_S = 10.0  # the whole closing sequence (ERR frames, close frame)
 FINAL_FRAME_WAIT_S = 1.0  # one closing frame: queued at once, then waits for room
@@ -66,6 +69,8 @@ class _Socket:
         self.done = asyncio.Event()  # set when this socket must close
         self.slow = False  # a send timed out, whichever frame it was
         self.stalled: tuple[str, Subscription] | None = None  # the subscription it was for
+        self.idle = False  # closed for holding no subscription
+        self.busy_at = asyncio.get_running_loop().time()  # when the last subscription ended
 
     async def send(self, text: str, stalled: tuple[str, Subscription] | None = None) -> None:
         """Send one frame; past the send timeout, mark the socket for closing
@@ -92,6 +97,8 @@ class _Socket:
         """The closing sequence, after what is already buffered; bounded."""
         self.closed = True
         code, reason, frames = 1000, "bye", []
+        if self.idle:
+            reason = f"no subscription open for {IDLE_TIMEOUT_S:g} s"
         if self.slow:  # whichever frame stalled (an event, a snapshot, a NOTICE)
             code, reason = SLOW_CONSUMER_CLOSE, "slow consumer"
             if self.stalled is not None:
@@ -140,6 +147,7 @@ class _Socket:
                 if self.subs.get(sub_id) is sub and not self.closed:  # else: its ERR is due
                     del self.subs[sub_id]
                     self.tasks.pop(sub_id, None)
+                    self.busy_at = asyncio.get_running_loop().time()
 
     async def _send_events(self, sub_id: str, sub: Subscription, message: Events) -> None:
         # the event JSON is encoded once for all subscribers; only the prefix is ours
@@ -181,6 +189,8 @@ class _Socket:
     def _cancel(self, sub_id: str) -> None:
         task = self.tasks.pop(sub_id, None)
         sub = self.subs.pop(sub_id, None)
+        if task is not None:
+            self.busy_at = asyncio.get_running_loop().time()
         if sub is not None:
             sub.release()  # now: its task may be cancelled before it ever ran
         if task is not None:
@@ -202,6 +212,13 @@ class _Socket:
             return
         self.subs[sub_id] = sub
         self.tasks[sub_id] = asyncio.create_task(self.run_subscription(sub_id, sub))
+
+    async def until_idle(self) -> None:
+        """Return once no subscription has been open for ``IDLE_TIMEOUT_S``."""
+        loop = asyncio.get_running_loop()
+        while self.tasks or (left := self.busy_at + IDLE_TIMEOUT_S - loop.time()) > 0:
+            await asyncio.sleep(IDLE_TIMEOUT_S if self.tasks else left)
+        self.idle = True
 
     async def stop(self) -> dict[str, Subscription]:
         """Cancel every subscription; the ones still open, by subId."""
@@ -249,10 +266,11 @@ async def changes_ws(ws: WebSocket) -> None:
     socket = _Socket(ws)
     receiver = asyncio.create_task(_receive(ws, socket))
     closing = asyncio.create_task(socket.done.wait())
+    idle = asyncio.create_task(socket.until_idle())
     try:
-        await asyncio.wait({receiver, closing}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiver, closing, idle}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (receiver, closing):
+        for task in (receiver, closing, idle):
             task.cancel()
         open_subs = await socket.stop()
         if ws.client_state is WebSocketState.CONNECTED:
