@@ -23,6 +23,7 @@ from .forks import FORK_ROUTES
 from .nul_paths import NulPathGuard
 from .ops import OPS_ROUTES
 from .status import STATUS_ROUTES
+from .ws_server import bound_hypercorn_websockets
 
 if TYPE_CHECKING:
     from relay.engine import Relay
@@ -109,6 +110,8 @@ def middleware_for(relay: Relay) -> list[Middleware]:
 
 
 def build_app(relay: Relay) -> Starlette:
+    bound_hypercorn_websockets()  # before the server accepts a socket for this app
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await relay.start()

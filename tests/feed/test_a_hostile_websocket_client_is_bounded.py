@@ -1,20 +1,154 @@
 """A hostile peer or subscriber is bounded (time, bytes, rounds, memory) and
 cut off, never able to stall the relay: over the changes feed's WebSocket.
 
-A socket that holds no subscription is closed after the idle timeout."""
+What a client's messages cost the relay is bounded by the 64 KiB message
+limit before the message is whole (a longer one closes the socket with
+1009, message too big): an unfinished message, the rest of a refused one,
+and a compressed frame alike. A socket that holds no subscription is closed
+after the idle timeout. The memory checks run against a real ``dfos-relay
+serve`` process, whose peak RSS they read."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 
 import pytest
 import websockets
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Request
+from wsproto.extensions import PerMessageDeflate
 
 from relay import create_relay
 from relay.http import changes_ws
-from relay.testing.server import serve_on_loopback
+from relay.http.changes_ws import MAX_WS_MESSAGE_BYTES
+from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
 from stores.memory import MemoryStore
+
+MiB = 1 << 20
+PEAK_GROWTH_LIMIT = 24 * MiB  # well under what any of the attacks below cost unbounded
+
+
+@asynccontextmanager
+async def _relay_process() -> AsyncIterator[tuple[int, int]]:
+    """A ``dfos-relay serve`` process on a memory store: (its port, its pid)."""
+    port = free_port()
+    command = Path(sys.executable).parent / "dfos-relay"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
+    args = [str(command), "serve", "--port", str(port), "--store", "memory://"]
+    proc = subprocess.Popen([*args, "--log-level", "warning"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        await wait_for_relay(f"http://127.0.0.1:{port}")
+        yield port, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def _ws_open(port: int, deflate: bool = False) -> tuple[socket.socket, WSConnection]:
+    """The handshake by hand (wsproto), so the test writes every frame itself."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    client = WSConnection(ConnectionType.CLIENT)
+    extensions = [PerMessageDeflate()] if deflate else []
+    sock.sendall(client.send(Request(host="relay", target="/changes", extensions=extensions)))
+    while not any(isinstance(e, AcceptConnection) for e in client.events()):
+        client.receive_data(sock.recv(1 << 16))
+    return sock, client
+
+
+def _close_code(sock: socket.socket, client: WSConnection, timeout_s: float = 10) -> int | None:
+    """The code of the close frame the relay sends (None: it sent none)."""
+    sock.settimeout(timeout_s)
+    with suppress(OSError):
+        while data := sock.recv(1 << 16):
+            client.receive_data(data)
+            for event in client.events():
+                if isinstance(event, CloseConnection):
+                    return int(event.code)
+    return None
+
+
+def _masked_frame(payload: bytes, opcode: int, fin: bool, rsv1: bool = False) -> bytes:
+    first = (0x80 if fin else 0) | (0x40 if rsv1 else 0) | opcode
+    size = len(payload)
+    if size < 126:
+        header = struct.pack("!BB", first, 0x80 | size)
+    elif size < 1 << 16:
+        header = struct.pack("!BBH", first, 0x80 | 126, size)
+    else:
+        header = struct.pack("!BBQ", first, 0x80 | 127, size)
+    return header + b"\0\0\0\0" + payload  # a zero mask leaves the payload as it is
+
+
+def _deflated(size: int) -> bytes:
+    """``size`` zero bytes, deflated as one permessage-deflate payload (~size/1000)."""
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunks = [deflater.compress(bytes(MiB)) for _ in range(size // MiB)]
+    return b"".join(chunks) + deflater.flush(zlib.Z_SYNC_FLUSH)[:-4]
+
+
+def _fragments(total: int) -> Iterator[bytes]:
+    """One text message in 1 MiB fragments that never ends (no FIN)."""
+    yield _masked_frame(b"x" * MiB, opcode=0x1, fin=False)
+    for _ in range(total // MiB - 1):
+        yield _masked_frame(b"x" * MiB, opcode=0x0, fin=False)
+
+
+async def test_a_message_over_the_limit_closes_the_socket_as_too_big() -> None:
+    relay = create_relay(MemoryStore())
+    async with serve_on_loopback(relay.app) as url:
+        ws_url = "ws" + url.removeprefix("http") + "/changes"
+        async with websockets.connect(ws_url) as ws:
+            await ws.send("[" + " " * MAX_WS_MESSAGE_BYTES + "]")
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        async with websockets.connect(ws_url) as ws:  # the relay goes on
+            await ws.send(json.dumps(["CHANGES", "a", {}]))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))[2] == "STATUS"
+
+
+async def test_a_compressed_frame_cannot_inflate_past_the_limit() -> None:
+    async with _relay_process() as (port, pid):
+        before = _peak_rss(pid)
+        sock, client = await asyncio.to_thread(_ws_open, port, True)
+        bomb = _deflated(128 * MiB)  # ~128 KB on the wire
+        await asyncio.to_thread(sock.sendall, _masked_frame(bomb, opcode=0x1, fin=True, rsv1=True))
+        assert await asyncio.to_thread(_close_code, sock, client) == 1009
+        sock.close()
+        assert _peak_rss(pid) - before < PEAK_GROWTH_LIMIT
+
+
+async def test_a_message_that_goes_on_past_its_refusal_is_not_kept() -> None:
+    async with _relay_process() as (port, pid):
+        before = _peak_rss(pid)
+        sock, client = await asyncio.to_thread(_ws_open, port)
+        sock.settimeout(20)
+        for frame in _fragments(48 * MiB):  # past the limit, and past hypercorn's own 16 MiB
+            with suppress(OSError):  # the relay may hang up first: fine
+                await asyncio.to_thread(sock.sendall, frame)
+        assert await asyncio.to_thread(_close_code, sock, client) == 1009
+        sock.close()
+        assert _peak_rss(pid) - before < PEAK_GROWTH_LIMIT
 
 
 async def test_a_socket_without_a_subscription_is_closed_when_idle(
