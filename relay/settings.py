@@ -628,7 +628,7 @@ OPTIONS: tuple[Option, ...] = (
         "FEED_HEARTBEAT",
         "value",
         _seconds,
-        "changes feed: seconds between SSE heartbeats when idle (default 15)",
+        "changes feed: seconds between SSE heartbeats and WebSocket pings when idle (default 15)",
         "SECONDS",
     ),
     Option(

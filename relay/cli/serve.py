@@ -51,6 +51,10 @@ def hypercorn_config(settings: ServeSettings) -> Config:
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = DEFAULT_GRACEFUL_TIMEOUT_S
     config.workers = settings.workers
+    # ASGI cannot ping: hypercorn pings each WebSocket at the feed's heartbeat,
+    # the counterpart of the SSE heartbeat (quiet subscriptions stay alive
+    # behind proxies, and a vanished peer is found by the kernel's retries)
+    config.websocket_ping_interval = settings.feed_heartbeat_s
     return config
 
 

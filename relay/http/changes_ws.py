@@ -245,7 +245,7 @@ def _ws_frame(sub_id: str, message: FeedMessage) -> list[Any] | None:
         return ["CHANGES", sub_id, "STATUS", message.to_json()]
     if isinstance(message, Eose):
         return ["CHANGES", sub_id, "EOSE", message.token.seq, message.token.compact()]
-    return None  # heartbeats: the WebSocket keeps itself alive with pings
+    return None  # heartbeats: the server pings the socket (relay.cli.serve)
 
 
 async def _receive(ws: WebSocket, socket: _Socket) -> None:

@@ -5,8 +5,10 @@ What a client's messages cost the relay is bounded by the 64 KiB message
 limit before the message is whole (a longer one closes the socket with
 1009, message too big): an unfinished message, the rest of a refused one,
 and a compressed frame alike. A socket that holds no subscription is closed
-after the idle timeout. The memory checks run against a real ``dfos-relay
-serve`` process, whose peak RSS they read."""
+after the idle timeout; one that holds a quiet subscription is pinged at
+the feed's heartbeat, so that a peer gone without a word is found. The
+memory checks run against a real ``dfos-relay serve`` process, whose peak
+RSS they read."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -25,7 +28,7 @@ from pathlib import Path
 import pytest
 import websockets
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, CloseConnection, Request
+from wsproto.events import AcceptConnection, CloseConnection, Ping, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 
 from relay import create_relay
@@ -45,6 +48,8 @@ async def _relay_process() -> AsyncIterator[tuple[int, int]]:
     command = Path(sys.executable).parent / "dfos-relay"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
     args = [str(command), "serve", "--port", str(port), "--store", "memory://"]
+    # a short heartbeat: hypercorn's pinger keeps a closed socket until its next ping
+    args += ["--feed-heartbeat", "0.5"]
     proc = subprocess.Popen([*args, "--log-level", "warning"], env=env, stderr=subprocess.DEVNULL)
     try:
         await wait_for_relay(f"http://127.0.0.1:{port}")
@@ -174,3 +179,26 @@ async def test_a_socket_without_a_subscription_is_closed_when_idle(
             with pytest.raises(websockets.ConnectionClosedOK):
                 while True:
                     await asyncio.wait_for(ws.recv(), 10)
+
+
+def _pings_within(sock: socket.socket, client: WSConnection, seconds: float) -> int:
+    deadline = time.monotonic() + seconds
+    pings = 0
+    with suppress(OSError):
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            client.receive_data(sock.recv(1 << 16))
+            pings += sum(isinstance(e, Ping) for e in client.events())
+    return pings
+
+
+async def test_a_quiet_subscription_is_pinged_at_the_heartbeat() -> None:
+    """Nothing to send is no reason for silence: like the SSE heartbeat, the
+    pings keep a quiet socket alive behind proxies, and make the kernel find
+    a peer that vanished (a half-open connection) and free its slot."""
+    async with _relay_process() as (port, _):  # a heartbeat of 0.5 s
+        sock, client = await asyncio.to_thread(_ws_open, port)
+        request = json.dumps(["CHANGES", "quiet", {"live": True}])
+        await asyncio.to_thread(sock.sendall, client.send(TextMessage(data=request)))
+        assert await asyncio.to_thread(_pings_within, sock, client, 2.5) >= 3
+        sock.close()
