@@ -48,12 +48,15 @@ async def test_spark_submit_runs_the_job_from_the_built_zip(tmp_path: Path) -> N
     assert {"spark/convergence.py", "relay/protocol/jws.py", "relay/rules/__init__.py"} <= names
 
     python = isolated_python(tmp_path)
-    probe = subprocess.run([str(python), "-c", "import relay"], capture_output=True, cwd=tmp_path)
+    # not the PYTHONPATH the session's Spark fixture sets, if a test used it before
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+    probe = subprocess.run(
+        [str(python), "-c", "import relay"], capture_output=True, cwd=tmp_path, env=env
+    )
     assert probe.returncode != 0  # the checkout is invisible: only the zip can serve it
 
     await _dump_of(mixed_workload(30, seed=41), tmp_path / "a.jsonl")
     (tmp_path / "b.jsonl").write_bytes((tmp_path / "a.jsonl").read_bytes())
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
     env.update(PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
     done = subprocess.run(
         [
