@@ -43,6 +43,7 @@ deletes its shares, or leaves behind those that still hold ops back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
@@ -135,8 +136,17 @@ class LinkLedger:
         self._flusher = asyncio.create_task(self._flush_forever(), name="link ledger flush")
 
     async def clear_gone_shares(self) -> None:
-        if self._store is not None:
-            await self.shares.clear_gone(self._store, self._clock(), self._shares_written)
+        if self._store is None:
+            return
+        cleared = await self.shares.clear_gone(self._store, self._clock(), self._shares_written)
+        # the shared rows of those links are written again without the gone
+        # share: one written while it was carried (a write may come between
+        # the carry and the delete) still held the link back by it
+        for url, scope in cleared:
+            key = (url, scope, "out")
+            if key in self._links:
+                self._dirty.add(key)
+        await self.flush()
 
     async def _shares_written(self) -> bool:
         await self.flush()
@@ -146,6 +156,13 @@ class LinkLedger:
         if self._flusher is not None:
             await cancel_all([self._flusher])
             self._flusher = None
+        if self._store is not None:
+            # the out-links' shared rows as merged over the shares stored now:
+            # the flush task may have been stopped between deleting a gone
+            # share and forgetting it
+            with contextlib.suppress(StoreError):
+                self.shares.heard(await self._store.list_out_marks())
+            self._dirty.update(key for key in self._links if key[2] == "out")
         await self.flush()
         await self._leave_shares()
         self._store = None

@@ -68,9 +68,12 @@ class Shares:
 
     async def clear_gone(
         self, store: ShareStore, now_ms: int, written: Callable[[], Awaitable[bool]]
-    ) -> None:
+    ) -> set[tuple[str, str]]:
         """Carry, then delete, every gone share; ``written`` writes this
-        process's shares (carrying one changed them): False, not written."""
+        process's shares (carrying one changed them): False, not written.
+        Returns the links (url, scope) that lost a share: a merge written
+        meanwhile still counted it."""
+        cleared: set[tuple[str, str]] = set()
         for key, marks in list(self._others.items()):
             for mark in [m for m in marks if is_gone(m.record, now_ms, self.stale_ms)]:
                 url, scope = key
@@ -84,9 +87,11 @@ class Shares:
                     log.warning("link ledger: cannot clear a gone share of %s: %s", url, exc)
                     continue
                 marks.remove(mark)
+                cleared.add(key)
                 log.info("peer %s: out-link %s: carried the share of gone writer %s "
                          "(watermark %s)", url, scope, mark.writer,
                          mark.record.applied_token)  # fmt: skip
+        return cleared
 
     async def leave(self, store: ShareStore, own: Iterable[LinkRecord]) -> None:
         """At a clean stop: a share that holds nothing back is deleted; one

@@ -129,6 +129,32 @@ async def test_an_idle_process_follows_the_head_only_when_its_ops_were_offered(
     assert await eventually(lambda: a.shown() == "2")
 
 
+async def test_a_merge_written_while_a_gone_share_is_carried_is_written_again(
+    two: tuple[Process, Process], store: RelayStore
+) -> None:
+    """a writes the link between carrying b's gone share and deleting it
+    (a repair that lands then): that write still merged b's share in, so
+    once it is deleted the shared row is written again without it."""
+    a, b = two
+
+    async def carry_then_repair(share: LinkRecord) -> None:
+        a.links.adopt(share, 2)
+        await a.links.repaired(URL, 2)  # written while b's share is still counted
+
+    a.ledger.shares.on_gone = carry_then_repair
+    await a.links.follow_head(_at(2), lambda: True)  # ops 1 and 2 are b's
+    b.ingest(1)
+    await b.links.delivered(URL, ["tok1"])
+    b.ingest(2)
+    b.links.lost(URL, ["tok2"])
+    await b.ledger.stop()  # leaves its share behind, held at 1
+    a.ledger.shares.heard(await store.list_out_marks())
+    await a.ledger.clear_gone_shares()
+    assert {m.writer for m in await store.list_out_marks()} <= {a.ledger.shares.writer}
+    assert a.shown() == "2"
+    assert (await stored_out(store)).applied_token == "2"  # before: "1", until a's next write
+
+
 async def test_a_clean_stop_leaves_a_share_only_when_it_held_ops_back(
     two: tuple[Process, Process], store: RelayStore
 ) -> None:
