@@ -65,19 +65,26 @@ class LinkQueries:
         return cls(*(dialect.render(getattr(plain, f)) for f in cls.__dataclass_fields__))
 
 
+def _progress(r: Sequence[Any]) -> dict[str, Any]:
+    """Columns 3 to 10, in the same places in a link row and a share row."""
+    return {
+        "state": cast(LinkState, r[3]),
+        "received_token": r[4],
+        "applied_token": r[5],
+        "pending_tokens": pending_tuple(r[6]),
+        "failures": int(r[7]),
+        "last_success_ms": None if r[8] is None else int(r[8]),
+        "last_failure_ms": None if r[9] is None else int(r[9]),
+        "last_error": r[10],
+    }
+
+
 def _row(r: Sequence[Any]) -> LinkRecord:
     return LinkRecord(
         peer_url=str(r[0]),
         scope_id=str(r[1]),
         direction=cast(LinkDirection, r[2]),
-        state=cast(LinkState, r[3]),
-        received_token=r[4],
-        applied_token=r[5],
-        pending_tokens=pending_tuple(r[6]),
-        failures=int(r[7]),
-        last_success_ms=None if r[8] is None else int(r[8]),
-        last_failure_ms=None if r[9] is None else int(r[9]),
-        last_error=r[10],
+        **_progress(r),
         diagnostics=load_diagnostics(r[11]),
         remote_head=None if r[12] is None else int(r[12]),
         caught_up_ms=None if r[13] is None else int(r[13]),
@@ -100,14 +107,7 @@ def _mark(r: Sequence[Any]) -> OutMark:
         peer_url=str(r[1]),
         scope_id=str(r[2]),
         direction="out",
-        state=cast(LinkState, r[3]),
-        received_token=r[4],
-        applied_token=r[5],
-        pending_tokens=pending_tuple(r[6]),
-        failures=int(r[7]),
-        last_success_ms=None if r[8] is None else int(r[8]),
-        last_failure_ms=None if r[9] is None else int(r[9]),
-        last_error=r[10],
+        **_progress(r),
         caught_up_ms=None if r[11] is None else int(r[11]),
         updated_ms=int(r[12]),
     )
