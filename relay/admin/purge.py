@@ -51,10 +51,14 @@ async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch
         if op.chain_id in doomed or (op.parent_cid is not None and op.parent_cid in removed):
             removed[op.cid] = op
     await _countersignatures_of(store, removed)
+    by_chain: dict[str, list[OperationRecord]] = {}
+    for op in chain_ops:  # one pass: a scan of every chain's ops per rewound chain is quadratic
+        by_chain.setdefault(op.chain_id, []).append(op)
     rewound = [
         head
         for chain_id in sorted(touched - doomed)
-        if (head := await _rewound(store, chain_id, chain_ops, removed)) is not None
+        if (head := _rewound(await store.get_chain(chain_id), by_chain.get(chain_id, []), removed))
+        is not None
     ]
     batch = ModerationBatch(
         purged_did=did,
@@ -84,23 +88,21 @@ async def _countersignatures_of(
         frontier = {o.cid for o in fresh}
 
 
-async def _rewound(
-    store: PurgeStore,
-    chain_id: str,
+def _rewound(
+    current: ChainRecord | None,
     chain_ops: Iterable[OperationRecord],
     removed: dict[str, OperationRecord],
 ) -> ChainRecord | None:
-    """The chain row after the purge, if its head changes."""
-    current = await store.get_chain(chain_id)
+    """``current`` after the purge, if its head changes (``chain_ops``: the chain's ops)."""
     if current is None or current.head_cid not in removed:
         return None
-    remaining = [o for o in chain_ops if o.chain_id == chain_id and o.cid not in removed]
+    remaining = [o for o in chain_ops if o.cid not in removed]
     if not remaining:
         return None
     head = max(remaining, key=lambda o: head_key(o.created_at_ms, o.cid))
     state = head.state if head.state is not None else current.state
     return ChainRecord(
-        chain_id, current.kind, current.genesis_cid, head.cid, head.created_at_ms, state
+        current.chain_id, current.kind, current.genesis_cid, head.cid, head.created_at_ms, state
     )
 
 
