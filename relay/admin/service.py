@@ -12,6 +12,7 @@ every worker sharing it.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from .bans import BanList
 from .purge import buffered_by, keep_copies, plan_purge
 
 MAX_BAN_REASON = 500
+MAX_LOGGER_NAME_SHOWN = 64  # of an unknown logger's name, in the 400
 
 
 class AdminError(Exception):
@@ -209,6 +211,10 @@ class Admin:
             raise self._refuse("log-level", 400, f"level must be one of {', '.join(LOG_LEVELS)}")
         if logger == AUDIT_LOGGER or (logger or "").startswith(AUDIT_LOGGER + "."):
             raise self._refuse("log-level", 400, "the audit trail's level cannot be changed")
+        if logger and logger not in logging.Logger.manager.loggerDict:
+            # getLogger would create it, and keep it for good: one per name sent
+            named = json.dumps(logger[:MAX_LOGGER_NAME_SHOWN])
+            raise self._refuse("log-level", 400, f"no logger named {named} in this relay")
         target = logging.getLogger(logger) if logger else logging.getLogger()
         previous = logging.getLevelName(target.getEffectiveLevel()).lower()
         target.setLevel(level.upper())
