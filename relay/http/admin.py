@@ -59,6 +59,8 @@ LOG_LEVEL_FIELDS = frozenset({"level", "logger"})
 async def admin_caller(request: Request) -> AdminCaller:
     """The operator the request's Bearer token admits (AdminRefused otherwise)."""
     relay = relay_of(request)
+    if len(request.headers.getlist("authorization")) > 1:  # which one a proxy read is unknown
+        raise AdminRefused(401, "one Authorization header is allowed")
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AdminRefused(401, "a Bearer admin token is required")
