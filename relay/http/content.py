@@ -96,6 +96,8 @@ def content_plane(handler: Handler) -> Handler:
 
 
 def bearer_token(request: Request) -> str:
+    if len(request.headers.getlist("authorization")) > 1:  # which one a proxy read is unknown
+        raise Unauthenticated("one Authorization header is allowed")
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("a Bearer auth token is required")

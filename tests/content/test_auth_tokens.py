@@ -67,6 +67,21 @@ async def test_scheme_is_case_insensitive(uploaded: World) -> None:
     assert (await _get(uploaded, {"Authorization": f"bearer {token}"})).status_code == 200
 
 
+async def test_two_authorization_headers_are_a_401_whatever_their_order(
+    uploaded: World,
+) -> None:
+    """Which one a proxy in front checked is unknown: the request is
+    refused, not admitted on whichever the relay reads first."""
+    valid = f"Bearer {uploaded.token(uploaded.alice)}"
+    for pair in ((valid, "Bearer x"), ("Bearer x", valid), (valid, valid)):
+        response = await uploaded.client.get(
+            f"/content/{uploaded.chain.content_id}/blob/{uploaded.genesis}",
+            headers=[("Authorization", value) for value in pair],
+        )
+        _assert_401(response)
+        assert response.json()["error"] == "one Authorization header is allowed"
+
+
 async def test_token_for_another_audience_is_401(uploaded: World) -> None:
     w = uploaded
     for aud in ("did:dfos:someotherrelay", "relay.test"):
