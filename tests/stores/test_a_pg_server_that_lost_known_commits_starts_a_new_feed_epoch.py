@@ -185,54 +185,58 @@ async def test_stores_finding_one_loss_together_start_one_epoch(
                 await store.close()
 
 
-async def test_a_store_reaching_the_server_after_another_renewed_the_epoch_keeps_it(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.WARNING, logger="dfos_relay")
+@asynccontextmanager
+async def first_and_later(
+    first_reads_the_head: bool,
+) -> AsyncIterator[tuple[str, PostgresStore, PostgresStore, str]]:
+    """Two processes: ``first`` committed seqs 1-2, ``later`` 3-6 (and
+    ``first`` read the head 6 if asked); then a new server that kept 2,
+    whose connections stay up until a test ends them. Yields (db, first,
+    later, the epoch before)."""
     async with scratch_server() as db:
         first, later = await opened(db, "first"), await opened(db, "later")
         try:
             epoch = await first.get_feed_epoch()
             await commit_ops(first, "a", 2)
             assert await commit_ops(later, "b", 4) == 6
-            assert await first.log_length() == 6  # a head read: it knows seq 6 too
+            if first_reads_the_head:
+                assert await first.log_length() == 6  # a head read: it knows seq 6 too
             await new_server(db, kept=2, ending=False)
-            await end_connections_of(db, "first")
-            renewed = await epoch_reconnected(first)
-            assert renewed != epoch and len(losses(caplog)) == 1
-            assert await commit_ops(first, "c", 6) == 8  # past seq 6 on the new server
-            # the other process knew seq 6 too: the same loss, already told
-            await end_connections_of(db, "later")
-            assert await epoch_reconnected(later) == renewed
-            assert len(losses(caplog)) == 1
+            yield db, first, later, epoch
         finally:
             await first.close()
             await later.close()
+
+
+async def test_a_store_reaching_the_server_after_another_renewed_the_epoch_keeps_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="dfos_relay")
+    async with first_and_later(first_reads_the_head=True) as (db, first, later, epoch):
+        await end_connections_of(db, "first")
+        renewed = await epoch_reconnected(first)
+        assert renewed != epoch and len(losses(caplog)) == 1
+        assert await commit_ops(first, "c", 6) == 8  # past seq 6 on the new server
+        # the other process knew seq 6 too: the same loss, already told
+        await end_connections_of(db, "later")
+        assert await epoch_reconnected(later) == renewed
+        assert len(losses(caplog)) == 1
 
 
 async def test_a_store_that_knew_lost_commits_tells_them_after_another_committed_past(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="dfos_relay")
-    async with scratch_server() as db:
-        first, later = await opened(db, "first"), await opened(db, "later")
-        try:
-            epoch = await first.get_feed_epoch()
-            await commit_ops(first, "a", 2)
-            assert await commit_ops(later, "b", 4) == 6
-            await new_server(db, kept=2, ending=False)
-            await end_connections_of(db, "first")
-            assert await epoch_reconnected(first) == epoch  # it knew seq 2 only
-            assert await commit_ops(first, "c", 6) == 8  # seqs 3 to 6 given again
-            # the other knew seq 6, past the head the new server started at:
-            # lost, though the head is past it by now (told late, but told)
-            await end_connections_of(db, "later")
-            renewed = await epoch_reconnected(later)
-            assert renewed != epoch and len(losses(caplog)) == 1
-            assert await epoch_reconnected(first) == renewed
-        finally:
-            await first.close()
-            await later.close()
+    async with first_and_later(first_reads_the_head=False) as (db, first, later, epoch):
+        await end_connections_of(db, "first")
+        assert await epoch_reconnected(first) == epoch  # it knew seq 2 only
+        assert await commit_ops(first, "c", 6) == 8  # seqs 3 to 6 given again
+        # the other knew seq 6, past the head the new server started at:
+        # lost, though the head is past it by now (told late, but told)
+        await end_connections_of(db, "later")
+        renewed = await epoch_reconnected(later)
+        assert renewed != epoch and len(losses(caplog)) == 1
+        assert await epoch_reconnected(first) == renewed
 
 
 async def test_a_start_recorded_by_a_v10_relay_is_checked_against_the_head_as_read() -> None:
