@@ -53,14 +53,12 @@ async def run_paced(
     """``steps`` run to their end; ``pausing`` is entered before the first
     pause and left at the end (work done in one step never enters it)."""
     with contextlib.ExitStack() as held:
+        pause = Pauses(held, pausing)
         while True:
             try:
                 next(steps)
             except StopIteration as done:
                 result: T = done.value
                 return result
-            if pausing is not None:
-                held.enter_context(pausing)
-                pausing = None
-            await asyncio.sleep(0)
+            await pause()
             negentropy.storage = view()
