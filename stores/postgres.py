@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -56,6 +56,7 @@ import asyncpg
 
 from stores.base import StoreError
 from stores.leases import HandedOut, Lease, check_lease_name
+from stores.postgres_errors import CONNECTION_ERRORS
 from stores.postgres_lease import AdvisoryLease
 from stores.postgres_listen import APPLICATION_NAME, CommitListener
 from stores.postgres_server_start import Known, check_server_start
@@ -143,22 +144,41 @@ class _PgConn:
         self.conn = conn
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        try:
+        with _as_store_errors():
             return list(await self.conn.fetch(sql, *params))
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-            raise StoreError(f"Postgres error: {exc}") from exc
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        try:
+        with _as_store_errors():
             await self.conn.execute(sql, *params)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-            raise StoreError(f"Postgres error: {exc}") from exc
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        try:
+        with _as_store_errors():
             await self.conn.executemany(sql, rows)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-            raise StoreError(f"Postgres error: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _as_store_errors() -> Iterator[None]:
+    """Driver errors (the server gone or restarting, a connection closed
+    under us) become ``StoreError``, the one failure callers that must
+    outlive a backend outage catch."""
+    try:
+        yield
+    except CONNECTION_ERRORS as exc:
+        raise StoreError(f"Postgres error: {exc}") from exc
+
+
+@asynccontextmanager
+async def _connection(pool: Any, transaction: bool = False) -> AsyncIterator[Any]:
+    """A pool connection (in a transaction if asked): taking one may open a
+    new connection, and a transaction's start and end are round trips, so
+    each of them fails as a statement does."""
+    with _as_store_errors():
+        async with pool.acquire() as raw:
+            if not transaction:
+                yield raw
+                return
+            async with raw.transaction():
+                yield raw
 
 
 class PostgresStore(SqlStore):
@@ -193,13 +213,13 @@ class PostgresStore(SqlStore):
                 server_settings=settings,
                 init=self._connected,
             )
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except CONNECTION_ERRORS as exc:
             raise StoreError(f"cannot reach Postgres at {_where(self.dsn)}: {exc}") from exc
         self._pool = pool
         try:
             await self._migrate()
             self._migrated = True
-            async with pool.acquire() as raw:  # opened before the table was there
+            async with _connection(pool) as raw:  # opened before the table was there
                 await self._see_server(_PgConn(raw))
         except BaseException:
             await self.close()
@@ -211,7 +231,7 @@ class PostgresStore(SqlStore):
         return settings
 
     async def _migrate(self) -> None:
-        async with self._pool.acquire() as raw, raw.transaction():
+        async with _connection(self._pool, transaction=True) as raw:
             conn = _PgConn(raw)
             await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_CLASS}, 0)")
             if self.schema:
@@ -319,12 +339,12 @@ class PostgresStore(SqlStore):
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[Conn]:
-        async with self._live_pool().acquire() as raw:
+        async with _connection(self._live_pool()) as raw:
             yield _PgConn(raw)
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[Conn]:
-        async with self._live_pool().acquire() as raw, raw.transaction():
+        async with _connection(self._live_pool(), transaction=True) as raw:
             yield _PgConn(raw)
 
     def _writing_one(self) -> AbstractAsyncContextManager[Conn]:
@@ -333,7 +353,7 @@ class PostgresStore(SqlStore):
 
     @asynccontextmanager
     async def sequencing(self) -> AsyncIterator[SqlSession]:
-        async with self._live_pool().acquire() as raw:
+        async with _connection(self._live_pool()) as raw:
             conn = _PgConn(raw)
             # BEGIN and the lock in one round trip (simple query protocol)
             await conn.execute(f"BEGIN; {SEQUENCE_LOCK}")
@@ -356,7 +376,7 @@ class PostgresStore(SqlStore):
 
     @asynccontextmanager
     async def audit_snapshot(self) -> AsyncIterator[SqlAuditSnapshot]:
-        async with self._live_pool().acquire() as raw:
+        async with _connection(self._live_pool()) as raw:
             conn = _PgConn(raw)
             await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
