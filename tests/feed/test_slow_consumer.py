@@ -35,13 +35,17 @@ from .conftest import read_sse, ws_frames_until
 SLOW_CLOSED = "dfos_relay_feed_slow_consumers_closed_total"
 
 
-def _read_all(sock: socket.socket, timeout_s: float) -> bytes:
+def _read_sse_until_error(sock: socket.socket, timeout_s: float) -> bytes:
+    """What arrives until the stream's error event is read whole, the relay
+    closes, or a read times out."""
     sock.settimeout(timeout_s)
-    chunks = []
+    received = b""
     with contextlib.suppress(OSError):
         while chunk := sock.recv(1 << 16):
-            chunks.append(chunk)
-    return b"".join(chunks)
+            received += chunk
+            if re.search(rb"event: error\r?\ndata: .*?\r?\n\r?\n", received[-(1 << 17) :]):
+                break
+    return received
 
 
 async def _metric(url: str, pattern: str) -> float:
@@ -87,7 +91,7 @@ async def test_an_sse_consumer_that_stops_reading_is_closed_counted_and_resumes(
         await _until_metric(url, r'dfos_relay_feed_subscribers\{transport="sse"\}', 1)
         await _until_metric(url, r'dfos_relay_feed_subscribers\{transport="sse"\}', 0)
         assert await _metric(url, SLOW_CLOSED) == 1  # closed as too slow, not as gone
-        received = await asyncio.to_thread(_read_all, sock, 5)
+        received = await asyncio.to_thread(_read_sse_until_error, sock, 5)
         sock.close()
         ids = re.findall(rb"\nid: ([0-9a-z]+\.[0-9]+)\r?\n", received)
         assert ids, "some events were delivered before the stall"
@@ -120,17 +124,26 @@ def _ws_open(sock: socket.socket, subscriptions: list[Any]) -> WSConnection:
     return client
 
 
-def _ws_received(client: WSConnection, data: bytes) -> tuple[list[Any], CloseConnection | None]:
-    client.receive_data(data)
-    frames, text, close = [], "", None
-    for event in client.events():
-        if isinstance(event, TextMessage):
-            text += event.data
-            if event.message_finished:
-                frames.append(json.loads(text))
-                text = ""
-        elif isinstance(event, CloseConnection):
-            close = event
+def _ws_read_until_close(
+    sock: socket.socket, client: WSConnection, timeout_s: float
+) -> tuple[list[Any], CloseConnection | None]:
+    """The messages that arrive until the relay's close frame (it waits for
+    the client's own close before it ends the connection), the relay closes,
+    or a read times out; and that close frame."""
+    sock.settimeout(timeout_s)
+    frames: list[Any] = []
+    text, close = "", None
+    with contextlib.suppress(OSError):
+        while close is None and (chunk := sock.recv(1 << 16)):
+            client.receive_data(chunk)
+            for event in client.events():
+                if isinstance(event, TextMessage):
+                    text += event.data
+                    if event.message_finished:
+                        frames.append(json.loads(text))
+                        text = ""
+                elif isinstance(event, CloseConnection):
+                    close = event
     return frames, close
 
 
@@ -145,9 +158,8 @@ async def test_a_websocket_consumer_that_stops_reading_gets_its_token_and_resume
         ]
         client = await asyncio.to_thread(_ws_open, sock, subscriptions)
         await _until_metric(url, SLOW_CLOSED, 1)  # it stopped reading: the relay gives up
-        received = await asyncio.to_thread(_read_all, sock, 5)
+        frames, close = await asyncio.to_thread(_ws_read_until_close, sock, client, 5)
         sock.close()
-        frames, close = _ws_received(client, received)
         events = [f[3] for f in frames if f[1] == "live" and f[2] == "EVENT"]
         errors = {f[1]: f[3] for f in frames if f[2] == "ERR"}
         assert events == list(range(1, len(events) + 1)), "in order, none missing"
@@ -217,9 +229,8 @@ async def test_a_websocket_consumer_stalled_on_another_frame_gets_its_tokens_too
         )
         await asyncio.to_thread(_flood_until_blocked, sock, client)
         await _until_metric(url, SLOW_CLOSED, 1)
-        received = await asyncio.to_thread(_read_all, sock, 5)
+        frames, close = await asyncio.to_thread(_ws_read_until_close, sock, client, 5)
         sock.close()
-        frames, close = _ws_received(client, received)
         errors = {f[1]: f[3] for f in frames if f[2] == "ERR" and f[3].get("code") == 4008}
         assert set(errors) == {"live"}  # the open one; "bad" was never open
         assert errors["live"]["seq"] == head and errors["live"]["token"].endswith(f".{head}")
