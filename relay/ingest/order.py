@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TypeVar
 
-from relay.protocol import ProtocolError, did_from_genesis_cid
+from relay.rules.claims import claimed_chain
 from relay.rules.classify import dependency_rank
 
 from .common import Submitted, depends_on_did, depends_on_op, kid_did
@@ -24,14 +24,7 @@ _I = TypeVar("_I")
 
 def identity_did(sub: Submitted) -> str | None:
     """The DID an identity op belongs to: its genesis CID's, or its kid's."""
-    if (did := kid_did(sub)) is not None:
-        return did
-    if sub.payload.get("previousOperationCID") is not None:
-        return None
-    try:
-        return did_from_genesis_cid(sub.cid)
-    except ProtocolError:
-        return None
+    return claimed_chain("identity-op", sub.cid, sub.payload, sub.decoded.kid)
 
 
 def wake_keys(sub: Submitted) -> tuple[str, ...]:

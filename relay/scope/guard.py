@@ -19,9 +19,8 @@ reconciliation fetches in batches that may split the two; its caller
 ``recheck``s what was left out once the run has seen every batch.
 
 The claims judged (kind, chain, signer, a content op's parent) are read
-from the token unverified: ingest verifies every kept op, and each claim
-used here is one the verifier holds the op to (an identity extension's
-kid DID is its chain, a content extension goes on its parent's chain).
+from the token unverified (``relay.rules.claims``): ingest verifies every
+kept op, and each claim used here is one the verifier holds the op to.
 What is not checked: a forged op that claims to be in scope can bring the
 identity chains it names along in its own batch; it does not verify, and
 a peer serving it is rejected for it by the caller.
@@ -34,13 +33,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from relay.protocol import (
-    ProtocolError,
-    content_id_from_genesis_cid,
-    decode_jws,
-    did_from_genesis_cid,
-    split_kid,
-)
+from relay.protocol import ProtocolError, decode_jws
+from relay.rules.claims import claimed_chain
 from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult
 from stores.base import FeedEntry, OperationKind
@@ -83,30 +77,13 @@ def read_pulled(token: str) -> Pulled | None:
     previous = payload.get("previousOperationCID")
     previous = previous if isinstance(previous, str) else None
     author = payload.get("did")
-    try:
-        chain_id = _chain_of(kind, cid, previous, payload, decoded.kid)
-    except ProtocolError:
-        return None
-    if chain_id is None and kind != "content-op":
-        return None
+    chain_id = claimed_chain(kind, cid, payload, decoded.kid)
+    if chain_id is None and (kind != "content-op" or previous is None):
+        return None  # only a content extension names no chain (its parent's)
     op_kind = cast(OperationKind, kind)
     entry = FeedEntry(0, cid, token, op_kind, chain_id or "", str(author), 0)
     needs = dependencies(entry) if isinstance(author, str) else set()
     return Pulled(token, cid, op_kind, chain_id, previous, frozenset(needs))
-
-
-def _chain_of(
-    kind: str, cid: str, previous: str | None, payload: dict[str, object], kid: str | None
-) -> str | None:
-    if kind == "identity-op":
-        if previous is None:
-            return did_from_genesis_cid(cid)
-        return split_kid(kid)[0] if kid else None  # ingest routes an extension by it
-    if kind == "content-op":
-        return content_id_from_genesis_cid(cid) if previous is None else None
-    field_name = "targetCID" if kind == "countersign" else "did"
-    value = payload.get(field_name)
-    return value if isinstance(value, str) else None
 
 
 @dataclass(slots=True)
