@@ -6,13 +6,13 @@ from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from relay.rules.outcomes import IngestionResult
-from relay.scope import ScopeReader
+from relay.scope import GuardReader
 from stores.base import ChainRecord, LinkDirection, LinkRecord, LogPage, OutMark, PendingOp
 from stores.leases import Lease
 
 
-class PeeringStore(ScopeReader, Protocol):
-    # ScopeReader: a scoped mirror checks what it pulls (``scope_check``)
+class PeeringStore(GuardReader, Protocol):
+    # GuardReader: a scoped mirror checks what it pulls (``scope_check``)
     async def get_chain(self, chain_id: str) -> ChainRecord | None: ...
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage: ...
     async def get_peer_cursor(self, peer_url: str) -> str | None: ...

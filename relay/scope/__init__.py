@@ -2,7 +2,7 @@
 dependency closure, as the feed, ``/log`` and reconciliation serve it."""
 
 from relay.scope.closure import EffectiveScope, ScopeReader, effective_scope
-from relay.scope.guard import GuardSplit, Pulled, ScopeGuard
+from relay.scope.guard import GuardReader, GuardSplit, Pulled, ScopeGuard
 from relay.scope.model import MAX_SCOPE_MEMBERS, Scope, ScopeError, load_scope_file, parse_scope
 from relay.scope.tracker import Admitted, ScopeTracker
 
@@ -10,6 +10,7 @@ __all__ = [
     "MAX_SCOPE_MEMBERS",
     "Admitted",
     "EffectiveScope",
+    "GuardReader",
     "GuardSplit",
     "Pulled",
     "Scope",

@@ -19,7 +19,7 @@ silently incomplete set.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -146,3 +146,19 @@ async def effective_scope(
             eff.note_missing("identity", did)
     found.extend(identity_ops)
     return eff
+
+
+def bring_forward(eff: EffectiveScope, entries: Iterable[FeedEntry]) -> None:
+    """Grow ``eff``, computed over the log up to some seq, by ``entries``,
+    the log's entries after that seq in seq order: its identities, targets
+    and intent are then ``effective_scope``'s at the last entry's seq
+    (``missing`` is not kept up). Exact because the log only grows while its
+    epoch stands (a purge starts a new one) and a countersignature is
+    sequenced after its target: one pass in seq order sees every target
+    before the countersignatures of it."""
+    for entry in entries:
+        if eff.is_intent(entry.kind, entry.chain_id):
+            eff.targets.add(entry.cid)
+            eff.identities |= dependencies(entry)
+        elif entry.kind == "countersign" and entry.chain_id in eff.targets:
+            eff.identities |= dependencies(entry)

@@ -11,6 +11,14 @@ countersignature's ``dependencies``). The effective scope is ours: computed
 over our store, grown by what this guard kept since (also ops that wait in
 the pending buffer), and by the batch itself.
 
+Cost: a batch with an op the effective scope does not hold (what a hostile
+peer can send page after page) has it brought forward over what our log
+committed since it was last (``closure.bring_forward``), not computed over
+the whole scope again: the cost of a batch is the batch's and the new
+commits', once each. It is computed afresh only at first and when the log
+may have been renumbered (its epoch changed: a purge, a reset; or it got
+shorter), and keeps what it held (ops kept waiting stay in).
+
 Order: the serving side sends a closure op only once something needs it,
 in the same page or feed batch as that dependant (``tracker``: a late
 closure op comes just before it), so a batch is judged as a whole: a
@@ -39,16 +47,29 @@ from relay.rules.classify import classify
 from relay.rules.outcomes import IngestionResult
 from stores.base import FeedEntry, OperationKind
 
-from .closure import EffectiveScope, ScopeReader, dependencies, effective_scope
+from .closure import (
+    EffectiveScope,
+    ScopeReader,
+    bring_forward,
+    dependencies,
+    effective_scope,
+)
 from .model import Scope
 
 log = logging.getLogger("dfos_relay.scope")
 
 SAMPLE = 5  # CIDs of left-out ops a log line names
+FORWARD_PAGE = 1000  # log entries read at a time when the closure is brought forward
 
 
 class GuardReader(ScopeReader, Protocol):
     async def log_length(self) -> int: ...
+
+    async def get_feed_epoch(self) -> str: ...
+
+    async def read_seq_range(
+        self, after_seq: int, until_seq: int, limit: int
+    ) -> list[FeedEntry]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +128,11 @@ class ScopeGuard:
         self._reader = reader
         self.scope = scope
         self._eff: EffectiveScope | None = None
+        self._seq = 0  # the log position ``_eff`` is brought forward to
+        self._epoch: str | None = None  # the log's epoch at that position
         self._owed: set[str] = set()
         self.on_outside = on_outside
+        self.rebuilds = 0  # closures computed over the whole scope
 
     def owe(self, dids: Collection[str]) -> None:
         """Identities that ops pulled before wait for in the pending buffer
@@ -169,15 +193,34 @@ class ScopeGuard:
             self.on_outside(peer, outside)
 
     async def _effective(self, refresh: bool = False) -> EffectiveScope:
+        """The effective scope; ``refresh``: brought forward over what our
+        log committed since, at the cost of that (a batch with an op outside
+        the scope must not cost the whole scope: a hostile peer sends many).
+        Computed afresh only at first, and after a purge or a reset of the
+        log (its epoch changed or it got shorter), which may renumber it."""
         if self._eff is not None and not refresh:
             return self._eff
+        epoch = await self._reader.get_feed_epoch()  # read first: a later purge shows next time
         head = await self._reader.log_length()
+        if self._eff is None or epoch != self._epoch or head < self._seq:
+            return await self._rebuild(epoch, head)
+        while self._seq < head:
+            page = await self._reader.read_seq_range(self._seq, head, FORWARD_PAGE)
+            if not page:
+                break  # the rest was purged: the next refresh sees the new epoch
+            bring_forward(self._eff, page)
+            self._seq = page[-1].seq
+        self._seq = max(self._seq, head)
+        return self._eff
+
+    async def _rebuild(self, epoch: str, head: int) -> EffectiveScope:
         fresh = await effective_scope(self._reader, self.scope, head)
+        self.rebuilds += 1
         fresh.identities |= self._owed
         if self._eff is not None:  # what was kept waiting stays in
             fresh.identities |= self._eff.identities
             fresh.targets |= self._eff.targets
-        self._eff = fresh
+        self._eff, self._seq, self._epoch = fresh, head, epoch
         return fresh
 
 
