@@ -12,28 +12,46 @@ server's to bound. Hypercorn 0.18 (the pinned one) does not, in three ways:
 - it inflates a permessage-deflate frame whole, before any size check: a
   100 KB frame of compressed zeros is 100 MB of memory.
 
+Nor does it tell the app when it sent that 1009 itself: the app's
+subscriptions on the socket ran on (and held their subscriber slots) until
+the client answered the close or hung up, which a hostile one never does.
+
 ``bound_hypercorn_websockets()`` swaps in a buffer that refuses to grow
 past the relay's message limit and an inflater that never produces more
 than that limit from one read; either way the client gets close 1009
-(message too big). Both are small subclasses of hypercorn's and wsproto's
-own classes, installed where ``hypercorn.protocol.ws_stream`` looks them
-up (``tests/feed/test_a_hostile_websocket_client_is_bounded.py`` fails if
-a hypercorn upgrade moves them). Not bounded here: how long a client may
-take (``changes_ws`` closes a socket that holds no subscription after its
-idle timeout), and a client that never reads what hypercorn writes (its
-writes wait without a deadline; bounded in memory by its write buffer).
+(message too big). Its WebSocket stream then tells the app at once
+(``websocket.disconnect``, code 1009) and closes the connection when the
+client answers the close, or ``CLOSE_LINGER_S`` later. All are small
+subclasses of hypercorn's and wsproto's own classes, installed where
+``hypercorn.protocol`` looks them up
+(``tests/feed/test_a_hostile_websocket_client_is_bounded.py`` fails if a
+hypercorn upgrade moves them). Not bounded here: how long a client may take
+(``changes_ws`` closes a socket that holds no subscription after its idle
+timeout), and a client that never reads what hypercorn writes (its writes
+wait without a deadline; bounded in memory by its write buffer).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import zlib
 from typing import Any
 
-from hypercorn.protocol import ws_stream
+from hypercorn.protocol import h2, h11, ws_stream
+from hypercorn.protocol.events import StreamClosed
+from wsproto.connection import ConnectionState
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import CloseReason
 
 from .changes_ws import MAX_WS_MESSAGE_BYTES
+
+# After its own close 1009, how long the connection waits for the client's
+# answering close (reading and dropping what it still sends) before it hangs
+# up anyway, as RFC 6455 has it wait: hanging up at once resets the
+# connection under what the client is still sending, and some clients'
+# stacks then drop the 1009 unread (Linux keeps it readable).
+CLOSE_LINGER_S = 10.0
 
 
 class BoundedBuffer(ws_stream.WebsocketBuffer):
@@ -69,7 +87,49 @@ class BoundedDeflate(PerMessageDeflate):
         return out
 
 
+class WatchedStream(ws_stream.WSStream):
+    """hypercorn's WebSocket stream, which also tells the app when it
+    refused a message itself."""
+
+    refused = False  # this stream sent close 1009, not the app
+    gone: asyncio.Event | None = None  # set once the stream is closed
+
+    async def handle(self, event: Any) -> None:
+        if isinstance(event, StreamClosed) and self.gone is not None:
+            self.gone.set()
+        await super().handle(event)
+
+    async def _handle_events(self) -> None:
+        await super()._handle_events()
+        # closing while the app has not: hypercorn's own 1009 (the only close it starts)
+        if self.refused or self.state is not ws_stream.ASGIWebsocketState.CONNECTED:
+            return
+        if self.connection.state is ConnectionState.LOCAL_CLOSING:
+            self.refused = True
+            self.gone = asyncio.Event()
+            self.task_group.spawn(self._linger)
+            code = CloseReason.MESSAGE_TOO_BIG.value
+            assert self.app_put is not None  # accepted: the app runs
+            await self.app_put({"type": "websocket.disconnect", "code": code})
+
+    async def app_send(self, message: Any) -> None:
+        if message is None and self.refused:
+            return  # the app is done: the connection closes as _linger says
+        await super().app_send(message)
+
+    async def _linger(self) -> None:
+        """Until the client answers the 1009 (or hangs up), at most ``CLOSE_LINGER_S``."""
+        assert self.gone is not None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSE_LINGER_S):
+                await self.gone.wait()
+        if not self.closed:
+            await self.send(StreamClosed(stream_id=self.stream_id))
+
+
 def bound_hypercorn_websockets() -> None:
-    """Install both where hypercorn looks them up (idempotent)."""
+    """Install them where hypercorn looks them up (idempotent)."""
     ws_stream.WebsocketBuffer = BoundedBuffer  # type: ignore[misc]
     ws_stream.PerMessageDeflate = BoundedDeflate  # type: ignore[misc]
+    h11.WSStream = WatchedStream  # type: ignore[misc]
+    h2.WSStream = WatchedStream  # type: ignore[misc]

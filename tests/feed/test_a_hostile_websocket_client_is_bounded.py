@@ -4,7 +4,8 @@ cut off, never able to stall the relay: over the changes feed's WebSocket.
 What a client's messages cost the relay is bounded by the 64 KiB message
 limit before the message is whole (a longer one closes the socket with
 1009, message too big): an unfinished message, the rest of a refused one,
-and a compressed frame alike. A socket that holds no subscription is closed
+and a compressed frame alike. The socket's subscriptions end with the 1009,
+even while the client ignores it. A socket that holds no subscription is closed
 after the idle timeout; one that holds a quiet subscription is pinged at
 the feed's heartbeat, so that a peer gone without a word is found. The
 memory checks run against a real ``dfos-relay serve`` process, whose peak
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -25,6 +27,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
+import httpx
 import pytest
 import websockets
 from wsproto import ConnectionType, WSConnection
@@ -32,7 +35,8 @@ from wsproto.events import AcceptConnection, CloseConnection, Ping, Request, Tex
 from wsproto.extensions import PerMessageDeflate
 
 from relay import create_relay
-from relay.http import changes_ws
+from relay.config import RelayConfig
+from relay.http import changes_ws, ws_server
 from relay.http.changes_ws import MAX_WS_MESSAGE_BYTES
 from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
 from stores.memory import MemoryStore
@@ -130,6 +134,70 @@ async def test_a_message_over_the_limit_closes_the_socket_as_too_big() -> None:
         async with websockets.connect(ws_url) as ws:  # the relay goes on
             await ws.send(json.dumps(["CHANGES", "a", {}]))
             assert json.loads(await asyncio.wait_for(ws.recv(), 10))[2] == "STATUS"
+
+
+def _until_eose(sock: socket.socket, client: WSConnection) -> None:
+    sock.settimeout(10)
+    text = ""
+    while True:
+        client.receive_data(sock.recv(1 << 16))
+        for event in client.events():
+            if isinstance(event, TextMessage):
+                text += event.data
+                if not event.message_finished:
+                    continue
+                frame, text = json.loads(text), ""
+                if frame[2] == "EOSE":
+                    return
+
+
+def _hung_up(sock: socket.socket, timeout_s: float) -> bool:
+    """Whether the relay closes the connection (EOF) within ``timeout_s``."""
+    sock.settimeout(timeout_s)
+    with suppress(OSError):
+        while sock.recv(1 << 16):
+            pass
+        return True
+    return False
+
+
+async def _websocket_subscribers(url: str) -> float:
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"{url}/metrics")).text
+    match = re.search(r'^dfos_relay_feed_subscribers\{transport="websocket"\} (\S+)$', text, re.M)
+    assert match
+    return float(match.group(1))
+
+
+async def test_a_refused_message_ends_the_sockets_subscriptions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """hypercorn sends the 1009 itself; the app must hear of it then, not
+    when the client answers the close: one that never does (nor reads, nor
+    hangs up) would hold its subscriber slots for good. The connection is
+    closed ``CLOSE_LINGER_S`` later."""
+    monkeypatch.setattr(ws_server, "CLOSE_LINGER_S", 1.0, raising=False)
+    relay = create_relay(MemoryStore(), config=RelayConfig(feed_max_subscribers=1))
+    async with serve_on_loopback(relay.app) as url:  # no pings: only the 1009 can end it
+        sock, client = await asyncio.to_thread(_ws_open, int(url.rsplit(":", 1)[1]))
+        request = json.dumps(["CHANGES", "quiet", {"live": True}])
+        await asyncio.to_thread(sock.sendall, client.send(TextMessage(data=request)))
+        await asyncio.to_thread(_until_eose, sock, client)
+        assert await _websocket_subscribers(url) == 1
+        too_big = client.send(TextMessage(data="[" + " " * MAX_WS_MESSAGE_BYTES + "]"))
+        await asyncio.to_thread(sock.sendall, too_big)  # then it reads and answers nothing
+        for _ in range(50):
+            if await _websocket_subscribers(url) == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert await _websocket_subscribers(url) == 0
+        ws_url = "ws" + url.removeprefix("http") + "/changes"
+        async with websockets.connect(ws_url) as ws:  # its slot is free
+            await ws.send(json.dumps(["CHANGES", "next", {}]))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))[2] == "STATUS"
+        assert await asyncio.to_thread(_close_code, sock, client) == 1009
+        assert await asyncio.to_thread(_hung_up, sock, 5)
+        sock.close()
 
 
 async def test_a_compressed_frame_cannot_inflate_past_the_limit() -> None:
