@@ -53,7 +53,7 @@ def hypercorn_config(settings: ServeSettings) -> Config:
     config.workers = settings.workers
     # ASGI cannot ping: hypercorn pings each WebSocket at the feed's heartbeat,
     # the counterpart of the SSE heartbeat (quiet subscriptions stay alive
-    # behind proxies, and a vanished peer is found by the kernel's retries)
+    # behind proxies, and changes_ws closes a client that answers none)
     config.websocket_ping_interval = settings.feed_heartbeat_s
     return config
 

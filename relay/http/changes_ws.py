@@ -14,6 +14,14 @@ stalled. Both are queued behind what the consumer has not read yet, so it
 sees them once it reads again. The event whose send was cut may still
 arrive before the ERR: resuming from the ERR token loses nothing, and a
 client that also tracks the seqs it received skips that one repeat.
+
+A client that sends nothing, not even a pong, for ``UNANSWERED_PINGS`` of
+the server's ping intervals has stopped reading (or is gone without a
+word) and is closed the same way: an ERR 4008 with its last delivered token
+for each open subscription, then close 4008 (the token in the reason when
+one subscription was open), which frees its subscriber slots. The server
+says when it last heard from the client (``HEARD_EXTENSION``, set by
+``relay.http.ws_server``); where it does not ping, nothing is checked.
 """
 
 from __future__ import annotations
@@ -52,6 +60,12 @@ MAX_SUB_ID_CHARS = 64
 # socket is not counted by the subscriber cap, so this bounds what it holds
 IDLE_TIMEOUT_S = 60.0
 SLOW_CONSUMER_CLOSE = 4008
+# Closed once the client has sent nothing for this many ping intervals: a
+# live client answers each ping, so even one lost or late pong is no cause
+UNANSWERED_PINGS = 3
+# A scope extension: {"ping_interval_s": float, "quiet_s": () -> seconds
+# since the client last sent anything}, where the server pings
+HEARD_EXTENSION = "dfos.websocket.heard"
 CLOSE_GRACE_S = 10.0  # the whole closing sequence (ERR frames, close frame)
 FINAL_FRAME_WAIT_S = 1.0  # one closing frame: queued at once, then waits for room
 
@@ -70,6 +84,7 @@ class _Socket:
         self.slow = False  # a send timed out, whichever frame it was
         self.stalled: tuple[str, Subscription] | None = None  # the subscription it was for
         self.idle = False  # closed for holding no subscription
+        self.unanswered = 0.0  # closed for sending nothing this many seconds
         self.busy_at = asyncio.get_running_loop().time()  # when the last subscription ended
 
     async def send(self, text: str, stalled: tuple[str, Subscription] | None = None) -> None:
@@ -96,24 +111,26 @@ class _Socket:
     async def close(self, open_subs: dict[str, Subscription]) -> None:
         """The closing sequence, after what is already buffered; bounded."""
         self.closed = True
-        code, reason, frames = 1000, "bye", []
+        code, reason, error = 1000, "bye", ""  # error: each open subscription gets an ERR
         if self.idle:
             reason = f"no subscription open for {IDLE_TIMEOUT_S:g} s"
         if self.slow:  # whichever frame stalled (an event, a snapshot, a NOTICE)
             code, reason = SLOW_CONSUMER_CLOSE, "slow consumer"
+            error = "slow consumer: the socket stayed unwritable; resume from token"
             if self.stalled is not None:
                 stalled_id, stalled = self.stalled
                 reason = f"slow consumer; resume from {stalled.token.compact()}"
                 open_subs = {stalled_id: stalled, **open_subs}
-            for sub_id, sub in open_subs.items():
-                token = sub.token
-                body = {
-                    "error": "slow consumer: the socket stayed unwritable; resume from token",
-                    "code": SLOW_CONSUMER_CLOSE,
-                    "token": token.compact(),
-                    "seq": token.seq,
-                }
-                frames.append(json.dumps(["CHANGES", sub_id, "ERR", body]))
+        elif self.unanswered:
+            code, reason = SLOW_CONSUMER_CLOSE, f"no pong for {self.unanswered:g} s"
+            error = f"{reason}: the client stopped reading or is gone; resume from token"
+            if len(open_subs) == 1:
+                reason += f"; resume from {next(iter(open_subs.values())).token.compact()}"
+        frames = []
+        for sub_id, sub in open_subs.items() if error else ():
+            token = sub.token
+            body = {"error": error, "code": code, "token": token.compact(), "seq": token.seq}
+            frames.append(json.dumps(["CHANGES", sub_id, "ERR", body]))
         deadline = asyncio.get_running_loop().time() + CLOSE_GRACE_S
         for text in frames:
             await _bounded(self.ws.send_text(text), deadline)
@@ -220,6 +237,18 @@ class _Socket:
             await asyncio.sleep(IDLE_TIMEOUT_S if self.tasks else left)
         self.idle = True
 
+    async def until_unanswered(self) -> None:
+        """Return once the client has sent nothing for ``UNANSWERED_PINGS`` ping
+        intervals; never where the server does not ping or say so."""
+        heard = self.ws.scope.get("extensions", {}).get(HEARD_EXTENSION)
+        if heard is None:
+            await asyncio.Future()  # cancelled with the socket
+        limit = UNANSWERED_PINGS * heard["ping_interval_s"]
+        while (left := limit - heard["quiet_s"]()) > 0:
+            await asyncio.sleep(left)
+        self.relay.metrics.feed_unanswered_closed.inc()
+        self.unanswered = limit
+
     async def stop(self) -> dict[str, Subscription]:
         """Cancel every subscription; the ones still open, by subId."""
         open_subs = dict(self.subs)
@@ -267,10 +296,12 @@ async def changes_ws(ws: WebSocket) -> None:
     receiver = asyncio.create_task(_receive(ws, socket))
     closing = asyncio.create_task(socket.done.wait())
     idle = asyncio.create_task(socket.until_idle())
+    unanswered = asyncio.create_task(socket.until_unanswered())
+    watched = {receiver, closing, idle, unanswered}
     try:
-        await asyncio.wait({receiver, closing, idle}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (receiver, closing, idle):
+        for task in watched:
             task.cancel()
         open_subs = await socket.stop()
         if ws.client_state is WebSocketState.CONNECTED:

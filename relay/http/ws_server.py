@@ -15,36 +15,43 @@ server's to bound. Hypercorn 0.18 (the pinned one) does not, in three ways:
 Nor does it tell the app when it sent that 1009 itself: the app's
 subscriptions on the socket ran on (and held their subscriber slots) until
 the client answered the close or hung up, which a hostile one never does.
+And it pings (``websocket_ping_interval``) without ever checking that a
+pong comes back.
 
 ``bound_hypercorn_websockets()`` swaps in a buffer that refuses to grow
 past the relay's message limit and an inflater that never produces more
 than that limit from one read; either way the client gets close 1009
 (message too big). Its WebSocket stream then tells the app at once
 (``websocket.disconnect``, code 1009) and closes the connection when the
-client answers the close, or ``CLOSE_LINGER_S`` later. All are small
-subclasses of hypercorn's and wsproto's own classes, installed where
-``hypercorn.protocol`` looks them up
-(``tests/feed/test_a_hostile_websocket_client_is_bounded.py`` fails if a
-hypercorn upgrade moves them). Not bounded here: how long a client may take
-(``changes_ws`` closes a socket that holds no subscription after its idle
-timeout), and a client that never reads what hypercorn writes (its writes
-wait without a deadline; bounded in memory by its write buffer).
+client answers the close, or ``CLOSE_LINGER_S`` later. The same stream
+notes when the client was last heard from (any bytes: a pong, a message)
+and, where hypercorn pings, says so in the scope (``HEARD_EXTENSION``):
+``changes_ws`` closes a socket that answered none of several pings. All are
+small subclasses of hypercorn's and wsproto's own classes, installed where
+``hypercorn.protocol`` looks them up (``tests/feed/
+test_a_hostile_websocket_client_is_bounded.py`` and ``tests/feed/
+test_a_websocket_that_answers_no_ping_is_closed.py`` fail if a hypercorn
+upgrade moves them). Not bounded here: a client that never reads what
+hypercorn writes (its writes wait without a deadline; bounded in memory by
+its write buffer; ``changes_ws`` closes it for its send timeout or its
+unanswered pings).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import zlib
 from typing import Any
 
 from hypercorn.protocol import h2, h11, ws_stream
-from hypercorn.protocol.events import StreamClosed
+from hypercorn.protocol.events import Data, StreamClosed
 from wsproto.connection import ConnectionState
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import CloseReason
 
-from .changes_ws import MAX_WS_MESSAGE_BYTES
+from .changes_ws import HEARD_EXTENSION, MAX_WS_MESSAGE_BYTES
 
 # After its own close 1009, how long the connection waits for the client's
 # answering close (reading and dropping what it still sends) before it hangs
@@ -88,16 +95,30 @@ class BoundedDeflate(PerMessageDeflate):
 
 
 class WatchedStream(ws_stream.WSStream):
-    """hypercorn's WebSocket stream, which also tells the app when it
-    refused a message itself."""
+    """hypercorn's WebSocket stream, which also knows when the client was
+    last heard from, and tells the app when it refused a message itself."""
 
+    heard_at = 0.0  # time.monotonic() of the last bytes from the client
     refused = False  # this stream sent close 1009, not the app
     gone: asyncio.Event | None = None  # set once the stream is closed
 
     async def handle(self, event: Any) -> None:
-        if isinstance(event, StreamClosed) and self.gone is not None:
+        if isinstance(event, Data):
+            self.heard_at = time.monotonic()
+        elif isinstance(event, StreamClosed) and self.gone is not None:
             self.gone.set()
         await super().handle(event)
+
+    async def _accept(self, message: Any) -> None:
+        self.heard_at = time.monotonic()
+        interval = self.config.websocket_ping_interval
+        if interval is not None:  # unpinged, a quiet client is no sign of anything
+            heard = {"ping_interval_s": float(interval), "quiet_s": self._quiet_s}
+            self.scope["extensions"][HEARD_EXTENSION] = heard
+        await super()._accept(message)
+
+    def _quiet_s(self) -> float:
+        return time.monotonic() - self.heard_at
 
     async def _handle_events(self) -> None:
         await super()._handle_events()

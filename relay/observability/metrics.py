@@ -174,6 +174,12 @@ class RelayMetrics:
             "Subscribers closed because they stayed unwritable past the send timeout",
             registry=r,
         )
+        self.feed_unanswered_closed = Counter(
+            "dfos_relay_feed_pings_unanswered_closed",
+            "WebSockets closed because the client sent nothing, not even a pong, "
+            "for several ping intervals",
+            registry=r,
+        )
         self.feed_gone = Counter(
             "dfos_relay_feed_gone", "410 Gone answers (below the replay window or another epoch)",
             registry=r,

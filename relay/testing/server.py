@@ -20,14 +20,18 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serve_on_loopback(app: Any, port: int | None = None) -> AsyncIterator[str]:
+async def serve_on_loopback(
+    app: Any, port: int | None = None, *, ping_interval_s: float | None = None
+) -> AsyncIterator[str]:
     """Run ``app`` (lifespan included) on 127.0.0.1; yields its base URL.
 
-    ``port`` (default: a free one) lets a mesh know its peers' URLs up front.
+    ``port`` (default: a free one) lets a mesh know its peers' URLs up front;
+    ``ping_interval_s`` has each WebSocket pinged, as ``dfos-relay serve`` does.
     """
     port = port or free_port()
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
+    config.websocket_ping_interval = ping_interval_s
     config.accesslog = None
     config.errorlog = None
     shutdown = asyncio.Event()

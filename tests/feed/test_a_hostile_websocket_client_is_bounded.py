@@ -7,9 +7,9 @@ limit before the message is whole (a longer one closes the socket with
 and a compressed frame alike. The socket's subscriptions end with the 1009,
 even while the client ignores it. A socket that holds no subscription is closed
 after the idle timeout; one that holds a quiet subscription is pinged at
-the feed's heartbeat, so that a peer gone without a word is found. The
-memory checks run against a real ``dfos-relay serve`` process, whose peak
-RSS they read."""
+the feed's heartbeat (and closed when it answers none:
+``test_a_websocket_that_answers_no_ping_is_closed``). The memory checks
+run against a real ``dfos-relay serve`` process, whose peak RSS they read."""
 
 from __future__ import annotations
 
@@ -250,20 +250,24 @@ async def test_a_socket_without_a_subscription_is_closed_when_idle(
 
 
 def _pings_within(sock: socket.socket, client: WSConnection, seconds: float) -> int:
+    """The pings received (each answered: a silent client is closed) in ``seconds``."""
     deadline = time.monotonic() + seconds
     pings = 0
     with suppress(OSError):
         while (left := deadline - time.monotonic()) > 0:
             sock.settimeout(left)
             client.receive_data(sock.recv(1 << 16))
-            pings += sum(isinstance(e, Ping) for e in client.events())
+            for event in client.events():
+                if isinstance(event, Ping):
+                    pings += 1
+                    sock.sendall(client.send(event.response()))
     return pings
 
 
 async def test_a_quiet_subscription_is_pinged_at_the_heartbeat() -> None:
     """Nothing to send is no reason for silence: like the SSE heartbeat, the
-    pings keep a quiet socket alive behind proxies, and make the kernel find
-    a peer that vanished (a half-open connection) and free its slot."""
+    pings keep a quiet socket alive behind proxies, and a peer that vanished
+    (a half-open connection) or stopped reading answers none of them."""
     async with _relay_process() as (port, _):  # a heartbeat of 0.5 s
         sock, client = await asyncio.to_thread(_ws_open, port)
         request = json.dumps(["CHANGES", "quiet", {"live": True}])
