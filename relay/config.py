@@ -21,6 +21,10 @@ DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 # slow headers, not slow bodies: a trickled body would hold its connection).
 DEFAULT_BODY_GRACE_S = 10.0
 DEFAULT_BODY_MIN_RATE = 1024
+# Bytes of request bodies being received at once, relay-wide (503 beyond:
+# relay.receive_budget): four uploads at the blob cap, or sixteen bodies at
+# the body cap; ordinary batches (~75 KiB) rarely hold a megabyte together
+DEFAULT_RECEIVE_BUDGET_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
 # Costly bodies admitted to the parse child at once (relay.parse_pool), and
 # document uploads to their checks: 8 x 4 MiB of operations bodies is about
@@ -50,6 +54,7 @@ class RelayConfig:
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     body_grace_s: float = DEFAULT_BODY_GRACE_S  # the body deadline: grace ...
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # ... plus one second per this many bytes
+    receive_budget_bytes: int = DEFAULT_RECEIVE_BUDGET_BYTES  # bodies arriving at once; 503 beyond
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     parse_queue: int = DEFAULT_PARSE_QUEUE  # costly bodies waiting for the parse child; 503 beyond

@@ -29,6 +29,7 @@ from relay.ingest.status import OpStatusService
 from relay.observability.metrics import RelayMetrics
 from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
+from relay.receive_budget import ReceiveBudget
 from relay.reconcile.answers import ParkedAtPeers, TakenAtPeers
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
@@ -95,6 +96,8 @@ class Relay:
         self.policy_retry = PolicyRetry(self.ingestor.retry_kept, self._policy_retry_delays)
         self.ingestor.on_kept = self.policy_retry.schedule
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
+        # request bodies being received at once, by their bytes (503 beyond)
+        self.receiving = ReceiveBudget(config.receive_budget_bytes)
         # blob uploads: one document check at a time (see relay.http.content),
         # a bounded number waiting for it (503 beyond)
         self.document_checks = asyncio.Semaphore(1)

@@ -42,6 +42,7 @@ from relay.config import (
     DEFAULT_MAX_COPIES_PER_OP,
     DEFAULT_MAX_PENDING,
     DEFAULT_PARSE_QUEUE,
+    DEFAULT_RECEIVE_BUDGET_BYTES,
     DEFAULT_SYNC_FRAME_LIMIT,
     DEFAULT_SYNC_MAX_MESSAGE_BYTES,
     RelayConfig,
@@ -113,6 +114,7 @@ class ServeSettings:
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     body_grace_s: float = DEFAULT_BODY_GRACE_S
     body_min_rate: int = DEFAULT_BODY_MIN_RATE
+    receive_budget_bytes: int = DEFAULT_RECEIVE_BUDGET_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP
     parse_queue: int = DEFAULT_PARSE_QUEUE
@@ -173,6 +175,7 @@ class ServeSettings:
             max_blob_bytes=self.max_blob_bytes,
             body_grace_s=self.body_grace_s,
             body_min_rate=self.body_min_rate,
+            receive_budget_bytes=self.receive_budget_bytes,
             max_pending=self.max_pending,
             max_copies_per_op=self.max_copies_per_op,
             parse_queue=self.parse_queue,
@@ -529,6 +532,16 @@ OPTIONS: tuple[Option, ...] = (
         "BYTES",
     ),
     Option(
+        "receive_budget_bytes",
+        "--receive-budget",
+        "RECEIVE_BUDGET",
+        "value",
+        _int_in(1),
+        "bytes of request bodies being received at once, by Content-Length (else by "
+        f"chunk); one more body is answered 503 (default {DEFAULT_RECEIVE_BUDGET_BYTES})",
+        "BYTES",
+    ),
+    Option(
         "max_pending",
         "--max-pending",
         "MAX_PENDING",
@@ -850,6 +863,14 @@ def parse_settings(
         raise SettingsError(
             source, "a scope needs a peer to mirror it from (#live, #sync or #reconcile)"
         )
+    largest_body = max(settings.max_body_bytes, settings.max_blob_bytes)
+    if settings.receive_budget_bytes < largest_body:
+        # a body that size would be received only while no other arrives
+        budget = ENV_PREFIX + "RECEIVE_BUDGET"
+        source = (sources or {}).get(
+            budget, f"--receive-budget (default {DEFAULT_RECEIVE_BUDGET_BYTES})"
+        )
+        raise SettingsError(source, f"must be at least the largest body cap, {largest_body} bytes")
     if settings.metrics_port is not None and settings.metrics_port == settings.port:
         source = (sources or {}).get(ENV_PREFIX + "METRICS_PORT", ENV_PREFIX + "METRICS_PORT")
         port = ENV_PREFIX + "PORT"

@@ -28,6 +28,8 @@ the child. One check at a time per relay (``Relay.document_checks``), so
 concurrent uploads cannot multiply that memory, and at most
 ``RelayConfig.parse_queue`` uploads waiting for it, each holding its body
 (``Relay.documents_waiting``): one more is answered 503 + ``Retry-After``.
+Uploads still receiving their bodies are bounded by their bytes, with every
+other request body (``Relay.receiving``, ``relay.receive_budget``).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from relay.parse_pool import ParseBusy
+from relay.receive_budget import ReceiveBusy
 
 log = logging.getLogger("dfos_relay.http")
 
@@ -43,14 +44,17 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
 
 
-async def _parse_busy(request: Request, exc: Exception) -> Response:
+async def _busy(request: Request, exc: Exception) -> Response:
     # as the changes feed answers its subscriber cap: 503, Retry-After, and
     # the seconds in the body too
-    assert isinstance(exc, ParseBusy)
+    assert isinstance(exc, ParseBusy | ReceiveBusy)
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    if isinstance(exc, ReceiveBusy):
+        # its body is left unread, so the server closes the connection after
+        # the answer: said, so that the client does not send another on it
+        headers["Connection"] = "close"
     return JSONResponse(
-        {"error": str(exc), "retryAfter": exc.retry_after_s},
-        status_code=503,
-        headers={"Retry-After": str(exc.retry_after_s)},
+        {"error": str(exc), "retryAfter": exc.retry_after_s}, status_code=503, headers=headers
     )
 
 
@@ -62,6 +66,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS = {
     ApiError: _api_error,
     HTTPException: _http_exception,
-    ParseBusy: _parse_busy,
+    ParseBusy: _busy,
+    ReceiveBusy: _busy,
     Exception: _unexpected,
 }

@@ -9,6 +9,7 @@ from starlette.requests import ClientDisconnect, Request
 from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
 from relay.protocol import is_cid
 from relay.protocol.untrusted import ascii_decimal
+from relay.receive_budget import Reservation
 from relay.scope import Scope, ScopeError, parse_scope
 
 from .context import relay_of
@@ -48,10 +49,23 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
     """The request body, or 413 once it exceeds ``cap`` bytes, or 408 once it
     falls behind the relay's ``body_grace_s`` plus one second per
     ``body_min_rate`` bytes (a body trickled in a byte at a time would hold
-    its connection forever: hypercorn bounds slow headers, not slow bodies)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (ascii_decimal(declared) or 0) > cap:
+    its connection forever: hypercorn bounds slow headers, not slow bodies).
+
+    The body is reserved in the relay's receive budget while it arrives
+    (``relay.receive_budget``): by its Content-Length before any of it is
+    read, else by each chunk; over the budget, ``ReceiveBusy`` (a 503)."""
+    declared_text = request.headers.get("content-length")
+    declared = None if declared_text is None else (ascii_decimal(declared_text) or 0)
+    if declared is not None and declared > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
+    relay = relay_of(request)
+    with relay.receiving.reserving() as reservation:
+        if declared is not None:  # the server passes on no more than declared
+            reservation.take(declared)
+        return await _read_body(request, cap, reservation if declared is None else None)
+
+
+async def _read_body(request: Request, cap: int, by_chunk: Reservation | None) -> bytes:
     config = relay_of(request).config
     grace_s, min_rate = config.body_grace_s, config.body_min_rate
     chunks: list[bytes] = []
@@ -70,6 +84,8 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
             size += len(chunk)
             if size > cap:
                 raise ApiError(413, f"request body exceeds {cap} bytes")
+            if by_chunk is not None:
+                by_chunk.take(len(chunk))
             chunks.append(chunk)
     except ClientDisconnect:  # nobody reads the answer; not a server error either
         raise ApiError(400, "the client disconnected before its body was complete") from None

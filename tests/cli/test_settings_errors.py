@@ -25,6 +25,7 @@ BAD_VALUES = {
     "--max-blob-bytes": "-5",
     "--body-grace": "0",
     "--body-min-rate": "0",
+    "--receive-budget": "0",
     "--max-pending": "0",
     "--max-copies-per-op": "a few",
     "--parse-queue": "0",
