@@ -98,6 +98,7 @@ class Relay:
         self.status = OpStatusService(store, clock)  # explained op status, pending overview
         # request bodies being received at once, by their bytes (503 beyond)
         self.receiving = ReceiveBudget(config.receive_budget_bytes)
+        self.metrics.watch_receive_budget(lambda: self.receiving.held)
         # blob uploads: one document check at a time (see relay.http.content),
         # a bounded number waiting for it (503 beyond)
         self.document_checks = asyncio.Semaphore(1)

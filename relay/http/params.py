@@ -9,7 +9,7 @@ from starlette.requests import ClientDisconnect, Request
 from relay.config import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT
 from relay.protocol import is_cid
 from relay.protocol.untrusted import ascii_decimal
-from relay.receive_budget import Reservation
+from relay.receive_budget import ReceiveBusy, Reservation
 from relay.scope import Scope, ScopeError, parse_scope
 
 from .context import relay_of
@@ -59,10 +59,14 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
     if declared is not None and declared > cap:
         raise ApiError(413, f"request body exceeds {cap} bytes")
     relay = relay_of(request)
-    with relay.receiving.reserving() as reservation:
-        if declared is not None:  # the server passes on no more than declared
-            reservation.take(declared)
-        return await _read_body(request, cap, reservation if declared is None else None)
+    try:
+        with relay.receiving.reserving() as reservation:
+            if declared is not None:  # the server passes on no more than declared
+                reservation.take(declared)
+            return await _read_body(request, cap, reservation if declared is None else None)
+    except ReceiveBusy:  # answered 503 (relay.http.errors); counted here
+        relay.metrics.receive_budget_refused()
+        raise
 
 
 async def _read_body(request: Request, cap: int, by_chunk: Reservation | None) -> bytes:

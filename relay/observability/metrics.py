@@ -28,12 +28,16 @@ Recording API (cheap, synchronous, safe to call from any task):
 - ``parse_queue_refused(body)``: ``dfos_relay_parse_queue_refused_total{body}``,
   costly bodies answered 503 because ``parse_queue`` of them already waited
   for the parse child (``operations`` or ``documents``).
+- ``receive_budget_refused()``: ``dfos_relay_receive_budget_refused_total``,
+  request bodies answered 503 because the receive budget was taken; and
+  ``watch_receive_budget(held)``: ``dfos_relay_receive_budget_held_bytes``,
+  the bytes reserved by bodies being received, read at scrape time.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from prometheus_client import (
@@ -149,6 +153,16 @@ class RelayMetrics:
         )
         for body in PARSE_QUEUE_BODIES:
             self.parse_queue_refusals.labels(body)
+        self.receive_budget_refusals = Counter(
+            "dfos_relay_receive_budget_refused",
+            "Request bodies answered 503 because the receive budget was taken",
+            registry=r,
+        )
+        self.receive_budget_held = Gauge(
+            "dfos_relay_receive_budget_held_bytes",
+            "Bytes of request bodies being received, reserved in the receive budget",
+            registry=r,
+        )
 
         self.reconcile = ReconcileMetrics(r)
         self.links = LinkMetrics(r)
@@ -228,6 +242,13 @@ class RelayMetrics:
     def parse_queue_refused(self, body: str) -> None:
         """One ``body`` (of ``PARSE_QUEUE_BODIES``) refused: the parse queue was full."""
         self.parse_queue_refusals.labels(body).inc()
+
+    def receive_budget_refused(self) -> None:
+        self.receive_budget_refusals.inc()
+
+    def watch_receive_budget(self, held: Callable[[], int]) -> None:
+        """The held-bytes gauge reads ``held()`` at each scrape."""
+        self.receive_budget_held.set_function(held)
 
     async def refresh(self, store: _Store) -> None:
         self.log_length.set(await store.log_length())
