@@ -1,4 +1,4 @@
-"""Memory held by many slow content-plane uploads received at once.
+"""Memory held by many slow request bodies received at once.
 
 A relay runs as ``hypercorn relay.asgi:app`` (one worker, memory store) on
 loopback. ``--uploads`` clients each open a ``PUT /content/{id}/blob/{op}``
@@ -10,10 +10,12 @@ its growth, and how many uploads were answered what.
 
 The document is one long string (cheap to check, on a worker thread) whose
 CID is not the operation's: a received upload is answered 400 after its
-check, or 503 if the document-check line was full.
+check, or 503 if the document-check line was full. ``--target operations``
+sends the same bodies as ``POST /operations`` instead (400: no operations).
 
     .venv/bin/python -m bench.upload_memory --uploads 64 --size 16777216
     .venv/bin/python -m bench.upload_memory --uploads 64 --budget 67108864
+    .venv/bin/python -m bench.upload_memory --target operations --size 4194304
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 import httpx
 
+from relay.config import DEFAULT_MAX_BLOB_BYTES, DEFAULT_MAX_BODY_BYTES
 from relay.protocol import create_auth_token
 from relay.testing.server import free_port, wait_for_relay
 from relay.testing.workload import WorkloadBuilder
@@ -60,12 +63,12 @@ def tree_rss_bytes(root: int) -> int:
 
 
 async def upload(
-    port: int, path: str, token: str, size: int, held: asyncio.Event, release: asyncio.Event
+    port: int, request: str, token: str, size: int, held: asyncio.Event, release: asyncio.Event
 ) -> int:
     """Send all but the last byte, say so, wait for ``release``, finish; the status."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     head = (
-        f"PUT {path} HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer {token}\r\n"
+        f"{request} HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer {token}\r\n"
         f"Content-Length: {size}\r\nConnection: close\r\n\r\n"
     )
     body = b'"' + b"a" * (size - 2) + b'"'
@@ -100,7 +103,8 @@ async def main(args: argparse.Namespace) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
     env |= {"DFOS_RELAY_STORE": "memory://", "DFOS_RELAY_LOG_LEVEL": "error"}
-    env["DFOS_RELAY_MAX_BLOB_BYTES"] = str(args.size)
+    env["DFOS_RELAY_MAX_BLOB_BYTES"] = str(max(args.size, DEFAULT_MAX_BLOB_BYTES))
+    env["DFOS_RELAY_MAX_BODY_BYTES"] = str(max(args.size, DEFAULT_MAX_BODY_BYTES))
     if args.budget is not None:
         env["DFOS_RELAY_RECEIVE_BUDGET"] = str(args.budget)
     cmd = [
@@ -121,14 +125,16 @@ async def main(args: argparse.Namespace) -> None:
         now_s = now_ms // 1000
         kid = f"{alice.did}#{alice.keypair.key_id}"
         token = create_auth_token(alice.keypair, kid, alice.did, relay_did, now_s - 60, now_s + 600)
-        path = f"/content/{post.content_id}/blob/{post.genesis_cid}"
+        request = f"PUT /content/{post.content_id}/blob/{post.genesis_cid}"
+        if args.target == "operations":
+            request = "POST /operations"
         await asyncio.sleep(1)
         before = tree_rss_bytes(proc.pid)
         release = asyncio.Event()
         helds = [asyncio.Event() for _ in range(args.uploads)]
         started = time.perf_counter()
         tasks = [
-            asyncio.create_task(upload(port, path, token, args.size, held, release))
+            asyncio.create_task(upload(port, request, token, args.size, held, release))
             for held in helds
         ]
         await asyncio.gather(*(held.wait() for held in helds))
@@ -141,7 +147,7 @@ async def main(args: argparse.Namespace) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
     budget = "default" if args.budget is None else str(args.budget)
-    print(f"uploads {args.uploads} x {args.size} bytes, receive budget {budget}")
+    print(f"{args.target}: {args.uploads} x {args.size} bytes, receive budget {budget}")
     print(f"relay RSS before  {before / MIB:8.1f} MiB")
     print(f"relay RSS held    {during / MIB:8.1f} MiB  (+{(during - before) / MIB:.1f} MiB)")
     print(f"answers {dict(sorted(statuses.items()))} in {elapsed:.1f} s (0: connection closed)")
@@ -151,5 +157,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--uploads", type=int, default=64)
     parser.add_argument("--size", type=int, default=16 * MIB)
+    parser.add_argument("--target", choices=("uploads", "operations"), default="uploads")
     parser.add_argument("--budget", type=int, default=None, help="--receive-budget BYTES")
     asyncio.run(main(parser.parse_args()))
