@@ -863,14 +863,13 @@ def parse_settings(
         raise SettingsError(
             source, "a scope needs a peer to mirror it from (#live, #sync or #reconcile)"
         )
-    largest_body = max(settings.max_body_bytes, settings.max_blob_bytes)
-    if settings.receive_budget_bytes < largest_body:
+    caps = (settings.max_body_bytes, settings.max_blob_bytes, settings.sync_max_message_bytes)
+    if settings.receive_budget_bytes < max(caps):
         # a body that size would be received only while no other arrives
         budget = ENV_PREFIX + "RECEIVE_BUDGET"
-        source = (sources or {}).get(
-            budget, f"--receive-budget (default {DEFAULT_RECEIVE_BUDGET_BYTES})"
-        )
-        raise SettingsError(source, f"must be at least the largest body cap, {largest_body} bytes")
+        default = f"--receive-budget (default {DEFAULT_RECEIVE_BUDGET_BYTES})"
+        source = (sources or {}).get(budget, budget) if budget in raw else default
+        raise SettingsError(source, f"must be at least the largest body cap, {max(caps)} bytes")
     if settings.metrics_port is not None and settings.metrics_port == settings.port:
         source = (sources or {}).get(ENV_PREFIX + "METRICS_PORT", ENV_PREFIX + "METRICS_PORT")
         port = ENV_PREFIX + "PORT"

@@ -18,7 +18,7 @@ from relay.settings import ServeSettings, SettingsError, load_settings, parse_se
 
 from .conftest import RelayProcess
 
-CAPS = ["--max-body-bytes", "1024", "--max-blob-bytes", "1024"]
+CAPS = ["--max-body-bytes", "1024", "--max-blob-bytes", "1024", "--sync-max-message-bytes", "1024"]
 
 
 def hold_a_body(port: int, length: int) -> socket.socket:
@@ -79,8 +79,13 @@ def test_the_default_budget_holds_four_blobs_at_the_cap() -> None:
         (["--receive-budget", "1000"], {}, "--receive-budget"),
         ([], {"DFOS_RELAY_RECEIVE_BUDGET": "1000"}, "DFOS_RELAY_RECEIVE_BUDGET"),
         (["--max-blob-bytes", str(DEFAULT_RECEIVE_BUDGET_BYTES + 1)], {}, "--receive-budget"),
+        (
+            ["--sync-max-message-bytes", str(DEFAULT_RECEIVE_BUDGET_BYTES + 1)],
+            {},
+            "--receive-budget (default",
+        ),
     ],
-    ids=["flag", "environment", "default-below-a-raised-cap"],
+    ids=["flag", "environment", "default-below-a-raised-blob-cap", "below-the-sync-cap"],
 )
 def test_a_budget_below_a_body_cap_is_refused(
     args: list[str], env: Mapping[str, str], named: str
@@ -89,3 +94,8 @@ def test_a_budget_below_a_body_cap_is_refused(
         load_settings(build_parser().parse_args(["serve", *args]), env)
     assert str(refused.value).startswith(f"{named}")
     assert "at least the largest body cap" in str(refused.value)
+
+
+def test_a_budget_given_without_sources_is_named_by_its_variable() -> None:
+    with pytest.raises(SettingsError, match=r"^DFOS_RELAY_RECEIVE_BUDGET: "):
+        parse_settings({"DFOS_RELAY_RECEIVE_BUDGET": "1000"})
