@@ -83,6 +83,8 @@ async def upload(
             await asyncio.wait({drained, answer}, return_when=asyncio.FIRST_COMPLETED)
             if not drained.done():
                 drained.cancel()
+            elif drained.exception() is not None:  # refused mid-body: the answer tells
+                break
         held.set()
         if not answer.done():
             await release.wait()

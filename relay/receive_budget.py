@@ -6,15 +6,23 @@ the connections: 64 slow uploads of 16 MiB held ~1 GiB (``bench.upload_memory``)
 Once received, a body is bounded by the lines it waits in (``relay.parse_pool``),
 so the budget covers the receiving only.
 
-A request reserves its body before reading it: by its ``Content-Length``
-when it has one (the server refuses more than that), else chunk by chunk
-as each arrives. A reservation that would take the bytes held over the
-budget raises ``ReceiveBusy``, which the HTTP layer answers 503 with
-``Retry-After``; a body declared too large is refused before any of it is
-read. A body alone in the budget is admitted whatever its size, so a
-budget below the body caps slows large bodies down rather than refusing
-them forever. A reservation is given back when it is left, on every exit:
-complete, refused, disconnected, timed out or cancelled.
+A body holds the bytes it has received, taken chunk by chunk as each
+arrives; a chunk that would take the bytes held over the budget raises
+``ReceiveBusy``, which the HTTP layer answers 503 with ``Retry-After``. A
+body whose ``Content-Length`` does not fit beside what is held now is
+refused before any of it is read. Holding what was received, not what was
+declared, is what keeps the budget from being a cheap lock: a client that
+declares large bodies and trickles them in (which the body deadline lets go
+on for about a second per KiB received) holds only what it sent.
+
+Two kinds of body are never refused: one alone in the budget (a budget
+below the body caps slows large bodies down rather than refusing them for
+ever), and one of at most ``SMALL_BODY_BYTES`` (the usual batch of
+operations): bodies that large are already what hypercorn buffers for each
+connection ahead of the app, so the budget would bound nothing more, and
+uploads filling it must not stop writes. A reservation is given back when
+it is left, on every exit: complete, refused, disconnected, timed out or
+cancelled.
 
 Not bounded here: what hypercorn buffers per connection ahead of the app
 (``max_app_queue_size`` messages of up to 64 KiB), nor a body after it is
@@ -29,11 +37,12 @@ from collections.abc import Iterator
 from relay.config import DEFAULT_RECEIVE_BUDGET_BYTES
 
 __all__ = [
-    "DEFAULT_RECEIVE_BUDGET_BYTES", "RECEIVE_BUSY_RETRY_AFTER_S", "ReceiveBudget",
-    "ReceiveBusy", "Reservation",
+    "DEFAULT_RECEIVE_BUDGET_BYTES", "RECEIVE_BUSY_RETRY_AFTER_S", "SMALL_BODY_BYTES",
+    "ReceiveBudget", "ReceiveBusy", "Reservation",
 ]  # fmt: skip
 
 RECEIVE_BUSY_RETRY_AFTER_S = 1  # bodies arriving at speed are in within about that
+SMALL_BODY_BYTES = 64 * 1024  # never refused (see the module)
 
 
 class ReceiveBusy(Exception):
@@ -51,17 +60,26 @@ class Reservation:
         self._budget = budget
         self.size = 0
 
+    def admit(self, declared: int) -> None:
+        """Raise ``ReceiveBusy`` if a body of ``declared`` bytes would not fit
+        beside the bytes held now (holding nothing: it holds what arrives)."""
+        self._check(declared)
+
     def take(self, size: int) -> None:
         """Hold ``size`` more bytes, or raise ``ReceiveBusy`` (holding nothing more)."""
+        self._check(self.size + size)
+        self._budget.held += size
+        self.size += size
+
+    def _check(self, whole: int) -> None:
+        """Whether this body may come to ``whole`` bytes beside the others."""
         budget = self._budget
         others = budget.held - self.size
-        if others and budget.held + size > budget.limit:
+        if whole > SMALL_BODY_BYTES and others and others + whole > budget.limit:
             raise ReceiveBusy(
                 f"too many request bodies being received (at most {budget.limit} bytes"
                 " at once); retry later"
             )
-        budget.held += size
-        self.size += size
 
     def give_back(self) -> None:
         self._budget.held -= self.size

@@ -51,9 +51,10 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
     ``body_min_rate`` bytes (a body trickled in a byte at a time would hold
     its connection forever: hypercorn bounds slow headers, not slow bodies).
 
-    The body is reserved in the relay's receive budget while it arrives
-    (``relay.receive_budget``): by its Content-Length before any of it is
-    read, else by each chunk; over the budget, ``ReceiveBusy`` (a 503)."""
+    The body holds what it received in the relay's receive budget while it
+    arrives (``relay.receive_budget``), and is refused at once when its
+    Content-Length does not fit beside what is held; over the budget,
+    ``ReceiveBusy`` (a 503)."""
     declared_text = request.headers.get("content-length")
     declared = None if declared_text is None else (ascii_decimal(declared_text) or 0)
     if declared is not None and declared > cap:
@@ -61,15 +62,15 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
     relay = relay_of(request)
     try:
         with relay.receiving.reserving() as reservation:
-            if declared is not None:  # the server passes on no more than declared
-                reservation.take(declared)
-            return await _read_body(request, cap, reservation if declared is None else None)
+            if declared is not None:
+                reservation.admit(declared)
+            return await _read_body(request, cap, reservation)
     except ReceiveBusy:  # answered 503 (relay.http.errors); counted here
         relay.metrics.receive_budget_refused()
         raise
 
 
-async def _read_body(request: Request, cap: int, by_chunk: Reservation | None) -> bytes:
+async def _read_body(request: Request, cap: int, reservation: Reservation) -> bytes:
     config = relay_of(request).config
     grace_s, min_rate = config.body_grace_s, config.body_min_rate
     chunks: list[bytes] = []
@@ -88,8 +89,7 @@ async def _read_body(request: Request, cap: int, by_chunk: Reservation | None) -
             size += len(chunk)
             if size > cap:
                 raise ApiError(413, f"request body exceeds {cap} bytes")
-            if by_chunk is not None:
-                by_chunk.take(len(chunk))
+            reservation.take(len(chunk))
             chunks.append(chunk)
     except ClientDisconnect:  # nobody reads the answer; not a server error either
         raise ApiError(400, "the client disconnected before its body was complete") from None

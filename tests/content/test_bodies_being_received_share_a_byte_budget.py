@@ -1,10 +1,12 @@
 """The bytes of request bodies being received at once are bounded relay-wide
-(``RelayConfig.receive_budget_bytes``, ``relay.receive_budget``): a body is
-reserved by its Content-Length before any of it is read, else chunk by
-chunk. One that would go over the budget is answered at once 503 with
-``Retry-After`` and the JSON error shape, without its body, while the
-uploads already arriving proceed; the budget is given back on every exit
-(answered, refused, client gone mid-body).
+(``RelayConfig.receive_budget_bytes``, ``relay.receive_budget``): a body
+holds what it has received. One whose Content-Length does not fit beside
+that is answered at once 503 with ``Retry-After`` and the JSON error shape,
+without its body, and a chunk that would go over the budget likewise, while
+the uploads already arriving proceed; the budget is given back on every exit
+(answered, refused, client gone mid-body). A client that declares a body and
+trickles it holds only what it sent, and a small body (a usual batch of
+operations) is never refused.
 
 Through hypercorn on loopback, with raw sockets so a body can be held
 half-sent.
@@ -21,14 +23,14 @@ from typing import Any
 import httpx
 
 from relay import Relay, RelayConfig, create_relay
-from relay.receive_budget import RECEIVE_BUSY_RETRY_AFTER_S
+from relay.receive_budget import RECEIVE_BUSY_RETRY_AFTER_S, SMALL_BODY_BYTES
 from relay.testing.server import serve_on_loopback
 from stores.memory import MemoryStore
 
 from .conftest import World, doc_bytes, start_world
 
 UPLOADS = 2  # the budget holds this many bodies
-SIZE = 4096  # each document is padded with spaces to this many bytes
+SIZE = 2 * SMALL_BODY_BYTES  # each document is padded with spaces to this many bytes
 BUDGET = UPLOADS * SIZE
 
 
@@ -110,7 +112,7 @@ async def test_an_upload_over_the_budget_is_answered_503_without_its_body() -> N
         for upload in arriving:  # each sends all but its last byte, and holds
             await upload.open()
             await upload.send(upload.body[:-1])
-        await until(lambda: held(w.relay) == BUDGET, "the uploads reserved")
+        await until(lambda: held(w.relay) == BUDGET - UPLOADS, "the uploads received")
 
         refused = RawUpload(w, port)
         await refused.open()  # its head only: answered without waiting for its body
@@ -124,10 +126,16 @@ async def test_an_upload_over_the_budget_is_answered_503_without_its_body() -> N
             "retryAfter": RECEIVE_BUSY_RETRY_AFTER_S,
         }
         await refused.close()
-        # the budget is relay-wide: an operations body is refused as well
-        posted = await w.client.post("/operations", json={"operations": w.builder.tokens[:1]})
+        # the budget is relay-wide: a large operations body is refused as well
+        large = json.dumps({"operations": w.builder.tokens[:1]}) + " " * SMALL_BODY_BYTES
+        posted = await w.client.post(
+            "/operations", content=large, headers={"content-type": "application/json"}
+        )
         assert posted.status_code == 503 and posted.json()["retryAfter"] == 1
         assert posted.headers["connection"] == "close"
+        # and a small one is not: uploads filling the budget do not stop writes
+        small = await w.client.post("/operations", json={"operations": w.builder.tokens[:1]})
+        assert small.status_code == 200
 
         for upload in arriving:  # the uploads already arriving proceed
             await upload.send(upload.body[-1:])
@@ -144,17 +152,17 @@ async def test_a_chunked_upload_is_refused_at_the_chunk_over_the_budget() -> Non
         holding = RawUpload(w, port, size=SIZE + SIZE // 2)
         await holding.open()
         await holding.send(holding.body[:-1])
-        await until(lambda: held(w.relay) == SIZE + SIZE // 2, "the first upload reserved")
+        await until(lambda: held(w.relay) == SIZE + SIZE // 2 - 1, "the first upload received")
 
         chunked = RawUpload(w, port, chunked=True)
         await chunked.open()
         await chunked.send(chunked.body[: SIZE // 4])  # fits beside the first
-        await until(lambda: held(w.relay) == BUDGET - SIZE // 4, "the first chunk reserved")
+        await until(lambda: held(w.relay) == BUDGET - SIZE // 4 - 1, "the first chunk received")
         await chunked.send(chunked.body[SIZE // 4 :])  # would go over
         status, _, body = await chunked.answer()
         assert status == 503 and body["retryAfter"] == 1
         await chunked.close()
-        await until(lambda: held(w.relay) == SIZE + SIZE // 2, "the chunked one gave back")
+        await until(lambda: held(w.relay) == SIZE + SIZE // 2 - 1, "the chunked one gave back")
 
         await holding.send(holding.body[-1:])
         assert (await holding.answer())[0] == 200
@@ -176,7 +184,7 @@ async def test_a_client_gone_mid_body_gives_its_bytes_back() -> None:
         for upload in gone:
             await upload.open()
             await upload.send(upload.body[: SIZE // 2])
-        await until(lambda: held(w.relay) == BUDGET, "the uploads reserved")
+        await until(lambda: held(w.relay) == UPLOADS * SIZE // 2, "the uploads received")
         for upload in gone:
             await upload.close()
         await until(lambda: held(w.relay) == 0, "the budget given back")
@@ -192,7 +200,8 @@ async def test_a_body_refused_as_too_slow_or_too_large_gives_its_bytes_back() ->
     async with world_with_budget(config) as (w, port):
         slow = RawUpload(w, port)
         await slow.open()  # and sends nothing: 408 past the grace
-        await until(lambda: held(w.relay) == SIZE, "the slow upload reserved")
+        await slow.send(slow.body[:100])
+        await until(lambda: held(w.relay) == 100, "the slow upload's first bytes received")
         assert (await slow.answer())[0] == 408
         await slow.close()
         assert held(w.relay) == 0
@@ -200,8 +209,24 @@ async def test_a_body_refused_as_too_slow_or_too_large_gives_its_bytes_back() ->
         large = RawUpload(w, port, chunked=True, size=SIZE + 1)
         await large.open()
         await large.send(large.body[: SIZE // 2])
-        await until(lambda: held(w.relay) == SIZE // 2, "the first chunk reserved")
+        await until(lambda: held(w.relay) == SIZE // 2, "the first chunk received")
         await large.send(large.body[SIZE // 2 :])  # over the blob cap: 413
         assert (await large.answer())[0] == 413
         await large.close()
         assert held(w.relay) == 0
+
+
+async def test_a_declared_body_trickled_in_holds_only_what_it_sent() -> None:
+    """Declaring bodies as large as the budget and sending a few bytes (the
+    body deadline lets that go on for long) does not lock others out."""
+    async with world_with_budget() as (w, port):
+        trickling = [RawUpload(w, port) for _ in range(UPLOADS)]
+        for upload in trickling:
+            await upload.open()
+            await upload.send(upload.body[:100])
+        await until(lambda: held(w.relay) == UPLOADS * 100, "the first bytes received")
+        answer = await w.upload(w.alice, w.genesis, padded(w))
+        assert answer.status_code == 200, answer.text
+        for upload in trickling:
+            await upload.close()
+        await until(lambda: held(w.relay) == 0, "the budget given back")
