@@ -11,6 +11,7 @@ This package imports nothing from the relay engine: only its own base.
 from peer.asgi import AsgiMeshTransport
 from peer.base import (
     PeerBadStatus,
+    PeerBusy,
     PeerClient,
     PeerConfig,
     PeerError,
@@ -31,6 +32,7 @@ __all__ = [
     "AsgiMeshTransport",
     "HttpPeerClient",
     "PeerBadStatus",
+    "PeerBusy",
     "PeerClient",
     "PeerConfig",
     "PeerError",

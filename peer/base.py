@@ -7,6 +7,7 @@ Errors a peer client raises (never a silent ``None`` for a failure)::
     ├── PeerUnreachable            connection refused / DNS / reset
     ├── PeerTimeout                connect or read timed out
     ├── PeerBadStatus              non-2xx answer (.status)
+    │   └── PeerBusy               503/429 with Retry-After (.retry_after_s): come back later
     ├── PeerMalformedPage          body is not the documented JSON shape
     │   └── PeerResponseTooLarge   body exceeded the client's size cap
     └── PeerInvalidOperations      well-formed page whose ops do not verify
@@ -48,6 +49,17 @@ class PeerBadStatus(PeerError):
     def __init__(self, peer_url: str, status: int, message: str = "") -> None:
         super().__init__(peer_url, f"HTTP {status} {message}".rstrip())
         self.status = status
+
+
+class PeerBusy(PeerBadStatus):
+    """The peer refused for want of room now (503 or 429 with ``Retry-After``,
+    its own bound on work at once), not for a fault: it asks to be tried again
+    after ``retry_after_s``. Raised only where a caller can wait (the sync
+    routes); elsewhere such an answer stays a ``PeerBadStatus``."""
+
+    def __init__(self, peer_url: str, status: int, retry_after_s: int, message: str = "") -> None:
+        super().__init__(peer_url, status, f"(busy, retry after {retry_after_s}s) {message}")
+        self.retry_after_s = retry_after_s
 
 
 class PeerMalformedPage(PeerError):

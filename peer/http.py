@@ -28,6 +28,7 @@ import httpx
 from peer.base import (
     LOCAL_ONLY_HEADER,
     PeerBadStatus,
+    PeerBusy,
     PeerError,
     PeerLogPage,
     PeerMalformedPage,
@@ -49,6 +50,9 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 DEFAULT_PAGE_LIMIT = 100  # the spec's default page size
 MAX_PAGE_LIMIT = 1000  # the spec's maximum page size
 MAX_SUBMIT_OPERATIONS = 100  # openapi.yaml: operations maxItems
+# answers that mean "no room now, come back after Retry-After" (a relay's own
+# bound on work at once, or a rate limit in front of it)
+BUSY_STATUSES = frozenset({429, 503})
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +172,11 @@ class HttpPeerClient:
         *,
         json_body: Any = None,
         headers: dict[str, str] | None = None,
+        busy: bool = False,
     ) -> tuple[int, Any]:
         """(status, parsed JSON or None); the body is read up to the size cap."""
         status, body = await self._exchange(
-            method, peer_url, path, params, json_body=json_body, headers=headers
+            method, peer_url, path, params, json_body=json_body, headers=headers, busy=busy
         )
         if not body:
             return status, None
@@ -192,8 +197,11 @@ class HttpPeerClient:
         json_body: Any = None,
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
+        busy: bool = False,
     ) -> tuple[int, bytes]:
-        """(status, raw body read up to the size cap); failures as ``PeerError``."""
+        """(status, raw body read up to the size cap); failures as ``PeerError``.
+        With ``busy``, a 503 or 429 that names a ``Retry-After`` in seconds is
+        ``PeerBusy`` (an HTTP-date there is not read: a plain bad status)."""
         try:
             async with (
                 asyncio.timeout(self.limits.request_deadline_s),
@@ -209,7 +217,12 @@ class HttpPeerClient:
                     timeout=self.limits.timeout(),
                 ) as response,
             ):
-                return response.status_code, await self._read_capped(peer_url, response)
+                body = await self._read_capped(peer_url, response)
+                status = response.status_code
+                retry_after = _retry_after(response) if busy else None
+                if retry_after is not None and status in BUSY_STATUSES:
+                    raise PeerBusy(peer_url, status, retry_after, _body_error(body))
+                return status, body
         except PeerError:
             raise
         except TimeoutError as exc:  # the deadline (before OSError: it is one)
@@ -276,6 +289,19 @@ def _params(after: str | None, limit: int) -> dict[str, str]:
     if after is not None:
         params["after"] = after
     return params
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    """``Retry-After`` as whole seconds, or None (absent, or an HTTP-date)."""
+    raw = response.headers.get("retry-after")
+    return None if raw is None else ascii_decimal(raw.strip())
+
+
+def _body_error(body: bytes) -> str:
+    try:
+        return _error_text(json_value(body))
+    except ValueError:
+        return ""
 
 
 def _error_text(data: Any) -> str:

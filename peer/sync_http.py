@@ -6,7 +6,8 @@ plumbing as ``HttpPeerClient``:
   back to ``GET /operations/{cid}`` one by one for a v0.7.1 peer;
 - ``submit_operations`` (inherited): the push side.
 
-A peer without ``/sync/negentropy`` raises ``PeerCannotReconcile``.
+A peer without ``/sync/negentropy`` raises ``PeerCannotReconcile``; a
+503 or 429 with ``Retry-After`` from either sync route raises ``PeerBusy``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import httpx
 
 from peer.base import PeerBadStatus, PeerMalformedPage, PeerResponseTooLarge
 from peer.feed import FeedClientError, FollowOptions, follow
-from peer.http import HttpPeerClient, _error_text
-from relay.protocol.untrusted import json_value
+from peer.http import HttpPeerClient, _body_error, _error_text
 
 NEGENTROPY_PATH = "/sync/negentropy"
 OPERATIONS_PATH = "/sync/operations"
@@ -68,11 +68,12 @@ class HttpSyncClient(HttpPeerClient):
             params,
             content=message,
             headers={"content-type": OCTET_STREAM},
+            busy=True,  # a relay running its bound of long rounds: ``PeerBusy``
         )
         if status in (404, 405):
             raise PeerCannotReconcile(peer_url, status, "no /sync/negentropy")
         if status != 200:
-            raise PeerBadStatus(peer_url, status, _json_error(body))
+            raise PeerBadStatus(peer_url, status, _body_error(body))
         if frame_limit and len(body) > frame_limit:
             raise PeerMalformedPage(peer_url, f"reply of {len(body)} bytes > frame limit")
         return body
@@ -81,7 +82,7 @@ class HttpSyncClient(HttpPeerClient):
         if not 1 <= len(cids) <= MAX_FETCH_CIDS:
             raise ValueError(f"fetch 1..{MAX_FETCH_CIDS} cids, not {len(cids)}")
         status, data = await self._request(
-            "POST", peer_url, OPERATIONS_PATH, json_body={"cids": list(cids)}
+            "POST", peer_url, OPERATIONS_PATH, json_body={"cids": list(cids)}, busy=True
         )
         if status in (404, 405):
             return await self._fetch_one_by_one(peer_url, cids)
@@ -159,10 +160,3 @@ class HttpSyncClient(HttpPeerClient):
 
 def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _json_error(body: bytes) -> str:
-    try:
-        return _error_text(json_value(body))
-    except ValueError:
-        return ""

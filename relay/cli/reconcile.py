@@ -137,8 +137,16 @@ def summary(report: ReconcileReport, follows: bool = False) -> str:
         f"{report.seconds:.2f}s: "
         f"learned {report.need} op(s) we lacked ({report.fetched} fetched, "
         f"{report.sequenced} new here), "
-        f"{report.have} op(s) it lacked ({report.pushed} sent)" + _cut_short(report, follows)
+        f"{report.have} op(s) it lacked ({report.pushed} sent)"
+        + _busy(report)
+        + _cut_short(report, follows)
     )
+
+
+def _busy(report: ReconcileReport) -> str:
+    if not report.busy:
+        return ""
+    return f"; the peer was busy {report.busy} time(s), waited {report.busy_waited_s:.1f}s"
 
 
 def _cut_short(report: ReconcileReport, follows: bool) -> str:

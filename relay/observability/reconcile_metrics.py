@@ -1,7 +1,8 @@
 """Reconciliation metrics: rounds, bytes each way, ids have/need, ids not
 pushed again (held back: the peer parked them; taken before: it said it
-took them) and run duration per peer (initiator side), and rounds served
-(server side)."""
+took them), busy answers (503/429 with Retry-After: waited out, not a
+failure, unless past the run's bound) and run duration per peer (initiator
+side), and rounds served (server side)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class _Report(Protocol):
     def held_back(self) -> int: ...
     @property
     def taken_before(self) -> int: ...
+    @property
+    def busy(self) -> int: ...
     @property
     def seconds(self) -> float: ...
     @property
@@ -70,6 +73,11 @@ class ReconcileMetrics:
             "Ids named as lacking and not pushed, per peer: it answered new to them before",
             ["peer"], registry=r,
         )  # fmt: skip
+        self.busy = Counter(
+            "dfos_relay_reconcile_busy",
+            "Busy answers per peer (503 or 429 with Retry-After to a round or a fetch)",
+            ["peer"], registry=r,
+        )  # fmt: skip
         self.seconds = Histogram(
             "dfos_relay_reconcile_run_seconds", "Wall time of one reconciliation run",
             ["peer"], buckets=RUN_SECONDS_BUCKETS, registry=r,
@@ -93,6 +101,7 @@ class ReconcileMetrics:
         self.ids.labels(peer, "need").inc(report.need)
         self.held_back.labels(peer).inc(report.held_back)
         self.taken_before.labels(peer).inc(report.taken_before)
+        self.busy.labels(peer).inc(report.busy)
         self.seconds.labels(peer).observe(report.seconds)
 
     def round_served(self, bytes_in: int, bytes_out: int) -> None:

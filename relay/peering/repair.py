@@ -26,6 +26,10 @@ short does not wait ``reconcile_full_every`` intervals for the next full one.
 The replication ledger: a requested repair holds the in-link ``repairing``
 while it runs; every run records success or failure on the in-link; a run
 that pushed clears the out-link's held watermark (``OutLinks.repaired``).
+A peer that answered a run "busy" (503/429 with ``Retry-After``, waited out
+by the run: ``relay.reconcile.initiator``) is named in the in-link's
+diagnostics (``busy``) until a run meets it not busy; only a run that ended
+on a busy answer (past the run's bound) is a failure.
 A paused in-link is not pulled from and a paused out-link not pushed to.
 """
 
@@ -55,6 +59,8 @@ from .tasks import cancel_all
 from .watermark import OutLinks
 
 log = logging.getLogger("dfos_relay.peering")
+
+BUSY = "busy"  # in-link diagnostics: the last run's busy answers from the peer
 
 
 @runtime_checkable
@@ -156,6 +162,7 @@ class ReconcileRepair:
 
     async def _record(self, url: str, direction: Direction, report: ReconcileReport,
                       head: int) -> None:  # fmt: skip
+        self._note_busy(url, report)
         if _goes_on(report):  # not caught up, not failing either
             await self.ledger.success(url, "in")
             if url not in self.ledger.followed:
@@ -173,6 +180,16 @@ class ReconcileRepair:
             await self.ledger.settle(url)
         if direction != "pull" and self.out_links is not None:
             await self.out_links.repaired(url, head)
+
+    def _note_busy(self, url: str, report: ReconcileReport) -> None:
+        diagnostics = dict(self.ledger.get(url, "in").diagnostics)
+        if report.busy:
+            waited = round(report.busy_waited_s, 3)
+            diagnostics[BUSY] = {"answers": report.busy, "waitedS": waited,
+                                 "atMs": self.ledger.clock(), "runOk": report.ok}  # fmt: skip
+        elif diagnostics.pop(BUSY, None) is None:
+            return
+        self.ledger.note(url, "in", diagnostics=diagnostics)
 
     async def _still_waiting(self, url: str, report: ReconcileReport) -> bool:
         """Record what the run's pulled ops wait for; True while any still wait

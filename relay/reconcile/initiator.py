@@ -24,7 +24,11 @@ Bounds (hostile peers, draft section 9): rounds, bytes each way, wall
 time, ids to fetch and ids to push per run; a reply over our frame limit,
 a malformed reply, ids the peer advertised and then would not serve, ops
 it served that do not verify, or a push it took none of end the run
-with an error that the caller logs and backs off on. Running out of rounds
+with an error that the caller logs and backs off on. A peer that answers
+a round or a fetch "busy" (503 or 429 with ``Retry-After``) is no fault:
+the request is sent again after the seconds it asked for, up to
+``busy_waits`` times a run (``relay.reconcile.patient``); past that the run
+fails (a peer that is always busy is backed off like a faulty one). Running out of rounds
 or of room for ids cuts the run short (``report.cut_short``): what it
 found is still moved, so the next run gets further, and the caller runs it
 soon when this one made progress. Fetching stops at the first batch the
@@ -65,6 +69,7 @@ from stores.base import OperationRecord, PendingOp, StoreError
 from .answers import TAKEN_PER_PEER, ParkedAtPeers, TakenAtPeers
 from .index import FingerprintIndex
 from .pacing import run_paced
+from .patient import PatientClient
 from .scoped import ScopedItems, ScopedItemsStore
 from .server import Window
 
@@ -91,6 +96,11 @@ class ReconcileBounds:
     # (read from the store 1000 at a time), and the rest is for later runs;
     # no more than the ids a peer answered ``new`` to that we can remember
     max_have: int = TAKEN_PER_PEER
+    # busy answers (``PeerBusy``) a run waits out; the next one fails it
+    busy_waits: int = 3
+    # the longest wait for one of them, whatever the peer asks (the peering
+    # backoff's own cap): a peer cannot park a run for its whole deadline
+    busy_wait_max_s: float = 60.0
 
 
 class ReconcileAborted(Exception):
@@ -137,6 +147,8 @@ class ReconcileReport:
     cut_short: bool = False
     scope_id: str | None = None  # a scoped run: over that scope's items only
     out_of_scope: int = 0  # served by the peer, outside the scope: not ingested
+    busy: int = 0  # answers of a busy peer (503/429 with Retry-After), waited out or not
+    busy_waited_s: float = 0.0  # waiting for them
 
     @property
     def ok(self) -> bool:
@@ -172,6 +184,8 @@ class ReconcileReport:
             "cutShort": self.cut_short,
             "scopeId": self.scope_id,
             "outOfScope": self.out_of_scope,
+            "busy": self.busy,
+            "busyWaitedS": round(self.busy_waited_s, 3),
         }
 
 
@@ -219,13 +233,17 @@ async def reconcile(
     bounds = bounds or ReconcileBounds()
     report = ReconcileReport(peer_url, direction, window or Window())
     started = time.perf_counter()
+    patient = PatientClient(
+        client, report, waits=bounds.busy_waits, wait_max_s=bounds.busy_wait_max_s,
+        deadline_s=bounds.deadline_s,
+    )  # fmt: skip
     items = _Items(index, None if scope is None else (ScopedItems(host.store), scope))
     report.scope_id = None if scope is None else scope.scope_id
     try:
         async with asyncio.timeout(bounds.deadline_s):
             ran_out: _CutShort | None = None
             try:
-                have, need = await _rounds(items, host.store, client, report, bounds)
+                have, need = await _rounds(items, host.store, patient, report, bounds)
             except _CutShort as cut:
                 ran_out, have, need = cut, cut.have, cut.need
             report.have, report.need = len(have) // ID_SIZE, len(need)
@@ -233,10 +251,10 @@ async def reconcile(
                 if direction in ("pull", "both") and need:
                     if scope is not None and guard is None:
                         guard = ScopeGuard(host.store, scope)
-                    await _pull(host, client, report, need, guard)
+                    await _pull(host, patient, report, need, guard)
                 if direction in ("push", "both") and have:
                     skip = _Skip(report, skip_push, parked, taken)
-                    await _push(host, client, report, have, skip, push_headers)
+                    await _push(host, patient, report, have, skip, push_headers)
                     skip.judge()
             except ReconcileAborted as exc:  # both said: the run was partial too
                 raise ReconcileAborted(f"{exc}; {ran_out}" if ran_out else str(exc)) from exc
@@ -282,7 +300,7 @@ class _Items:
 async def _rounds(
     items: _Items,
     store: ReconcileStore,
-    client: HttpSyncClient,
+    client: PatientClient,
     report: ReconcileReport,
     bounds: ReconcileBounds,
 ) -> tuple[bytes, list[bytes]]:
@@ -376,7 +394,7 @@ def _storage(tree: Storage, window: Window) -> Storage:
 
 async def _pull(
     host: ReconcileHost,
-    client: HttpSyncClient,
+    client: PatientClient,
     report: ReconcileReport,
     need: list[bytes],
     guard: ScopeGuard | None = None,
@@ -390,7 +408,7 @@ async def _pull(
 
 async def _pull_all(
     host: ReconcileHost,
-    client: HttpSyncClient,
+    client: PatientClient,
     report: ReconcileReport,
     need: list[bytes],
     outside: _Outside,
@@ -412,7 +430,7 @@ async def _pull_all(
 
 async def _pull_batch(
     host: ReconcileHost,
-    client: HttpSyncClient,
+    client: PatientClient,
     report: ReconcileReport,
     cids: list[str],
     outside: _Outside,
@@ -491,7 +509,7 @@ class _Outside:
 
 
 async def _fetched(
-    client: HttpSyncClient, peer: str, batch: list[str]
+    client: PatientClient, peer: str, batch: list[str]
 ) -> AsyncIterator[tuple[list[str], FetchedOperations]]:
     """``batch`` fetched from ``peer``, in halves (and halves of those) while
     an answer is over our response cap: ops of up to 64 KiB each make 1000 of
@@ -511,7 +529,7 @@ async def _fetched(
 
 async def _push(
     host: ReconcileHost,
-    client: HttpSyncClient,
+    client: PatientClient,
     report: ReconcileReport,
     have: bytes,
     skip: _Skip,
