@@ -5,10 +5,16 @@ this is exactly the relay's state when its log ended at S, however long
 the bootstrap takes and whatever is ingested meanwhile. Items come in
 (createdAt, CID) order of their root op: a chain by its genesis, a beacon
 (only the latest per DID), every artifact and countersignature.
+
+A snapshot hands the event loop back at least every ``SLICE_S`` (``Slices``):
+neither a memory store's reads nor an SSE send that the socket takes at once
+suspend, so without it one bootstrap held the loop for its whole snapshot.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +29,7 @@ PAGE = 500
 LATEST_BEACONS_KEPT = 512  # DIDs whose latest beacon at S one bootstrap remembers
 _BEACONS: tuple[OperationKind, ...] = ("beacon",)
 _CHAIN_KINDS = {"identity-op": "identity", "content-op": "content"}
+SLICE_S = 0.005  # a snapshot runs at most about this long between two turns of the loop
 
 
 async def snapshot_items(
@@ -30,9 +37,11 @@ async def snapshot_items(
 ) -> AsyncIterator[dict[str, Any]]:
     after: tuple[int, str] | None = None
     latest = LatestBeacons(store, snapshot_seq)
+    slices = Slices()
     while True:
         roots = await store.read_roots(snapshot_seq, after, PAGE)
         for root in roots:
+            await slices.pause_when_due()  # roots the filter skips cost time too
             after = (root.created_at_ms, root.cid)
             if not flt.matches_entry(root):
                 continue
@@ -49,14 +58,30 @@ async def scoped_snapshot_items(
     """The items of an effective scope, closure first: identity chains, then
     content chains, beacons and artifacts, then countersignatures."""
     latest = LatestBeacons(store, snapshot_seq)
+    slices = Slices()
     for chain_id, kinds in eff.reads():
         entries = await store.read_chain_entries(chain_id, kinds, snapshot_seq)
         for root in entries:
+            await slices.pause_when_due()
             if root.parent_cid is not None or not eff.contains(root.kind, root.chain_id):
                 continue
             item = await _item(store, root, snapshot_seq, latest)
             if item is not None:
                 yield item
+
+
+class Slices:
+    """Pauses for the loop's other work, each once ``SLICE_S`` has passed
+    since the last: a clock read per item, a pause only when one is due (a
+    store whose reads suspend anyway pauses a little more often)."""
+
+    def __init__(self) -> None:
+        self._due = time.monotonic() + SLICE_S
+
+    async def pause_when_due(self) -> None:
+        if time.monotonic() >= self._due:
+            await asyncio.sleep(0)
+            self._due = time.monotonic() + SLICE_S
 
 
 class LatestBeacons:
