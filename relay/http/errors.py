@@ -41,7 +41,9 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     messages = {404: "not found", 405: "method not allowed"}
-    return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
+    # Starlette's own headers (a 405's Allow, which RFC 9110 requires) go out too
+    message = messages.get(exc.status_code, str(exc.detail))
+    return error_response(exc.status_code, message, dict(exc.headers) if exc.headers else None)
 
 
 async def _busy(request: Request, exc: Exception) -> Response:
