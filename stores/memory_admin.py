@@ -70,8 +70,20 @@ class MemoryAdmin:
     async def delete_ban(self, did: str) -> bool:
         return self._bans.pop(did, None) is not None
 
-    async def list_bans(self) -> list[BanRecord]:
-        return [self._bans[did] for did in sorted(self._bans)]
+    async def list_bans(
+        self, limit: int | None = None, after: str | None = None
+    ) -> list[BanRecord]:
+        dids = [did for did in sorted(self._bans) if after is None or did > after]
+        return [self._bans[did] for did in dids[:limit]]
+
+    async def count_purged(self, dids: Collection[str]) -> dict[str, dict[str, int]]:
+        wanted = set(dids)
+        counts: dict[str, dict[str, int]] = {}
+        for p in self._purged:
+            if p.purged_did in wanted:
+                by_kind = counts.setdefault(p.purged_did, {})
+                by_kind[p.kind] = by_kind.get(p.kind, 0) + 1
+        return counts
 
     async def get_bans(self, dids: Collection[str]) -> dict[str, str]:
         """(the sequencing session's read, ``SequencingSession.get_bans``)"""

@@ -104,8 +104,17 @@ class ModerationStore(Protocol):
         """Lift the ban of ``did``; False when it was not banned."""
         ...
 
-    async def list_bans(self) -> list[BanRecord]:
-        """Every ban, ordered by DID."""
+    async def list_bans(
+        self, limit: int | None = None, after: str | None = None
+    ) -> list[BanRecord]:
+        """Bans ordered by DID: those after ``after`` (a DID, exclusive), at most
+        ``limit`` of them (None: every one)."""
+        ...
+
+    async def count_purged(self, dids: Collection[str]) -> dict[str, dict[str, int]]:
+        """How many ops the purges of each of ``dids`` removed, by kind (a DID
+        with no purge record is absent): one page of bans' worth, not every
+        record."""
         ...
 
     async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:

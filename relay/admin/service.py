@@ -143,16 +143,18 @@ class Admin:
         await self.host.bans.refresh()
         self._ok("unban", did=did)
 
-    async def bans(self) -> list[BanListing]:
-        purged: dict[str, Counter[str]] = {}
-        for record in await self.host.store.list_purged():
-            purged.setdefault(record.purged_did, Counter())[record.kind] += 1
-        listing = [
-            BanListing(ban, dict(purged.get(ban.did, {})))
-            for ban in await self.host.store.list_bans()
-        ]
-        self._ok("list-bans", count=len(listing))
-        return listing
+    async def bans(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[BanListing], str | None]:
+        """Up to ``limit`` bans after the DID ``after``, each with its purge's
+        counts; and the cursor (the last DID) while more may follow."""
+        store = self.host.store
+        page = await store.list_bans(limit + 1, after)  # one more: does another page follow?
+        more, page = len(page) > limit, page[:limit]
+        purged = await store.count_purged([ban.did for ban in page])
+        listing = [BanListing(ban, purged.get(ban.did, {})) for ban in page]
+        self._ok("list-bans", count=len(listing), after=after)
+        return listing, (page[-1].did if more else None)
 
     # the raw buffer ----------------------------------------------------------
     async def drop_waiting(self, did: str | None, older_than_s: int | None) -> int:

@@ -9,7 +9,7 @@ a field the route does not take, is 400 (``{"Purge": true}`` is not a ban
 without a purge). Answers are camelCase JSON, shaped here; the actions
 and their audit lines are ``relay.admin.service``.
 
-    GET    /admin/bans                    bans, with what each purge removed
+    GET    /admin/bans?limit=&after=      bans by DID, with what each purge removed; a cursor
     PUT    /admin/bans/{did}              {reason?, purge?} ban (and purge)
     DELETE /admin/bans/{did}              lift a ban
     POST   /admin/waiting/drop            {did?, olderThanSeconds?} drop buffered ops
@@ -38,13 +38,16 @@ from relay.admin.audit import audit
 from relay.admin.auth import token_signer
 from relay.admin.service import Admin, AdminError, BanListing, BanOutcome
 from relay.peering.api import PeerState
+from relay.protocol import is_dfos_did
 
 from .admin_body import read_body, read_field
 from .content import identity_state
 from .context import relay_of
 from .errors import ApiError
+from .params import limit_param
 
 AdminHandler = Callable[[Request, Admin], Awaitable[Response]]
+DEFAULT_BANS_LIMIT = 100  # a page of GET /admin/bans (at most MAX_LOG_LIMIT)
 FEED_CURSOR_SUFFIX = "#changes"  # relay.peering.live keeps a feed token under <url>#changes
 
 # The fields each route's body may hold (camelCase, as on the wire).
@@ -145,7 +148,11 @@ def _peer(state: PeerState, cursors: dict[str, str]) -> dict[str, Any]:
 
 @admin_route
 async def list_bans(request: Request, admin: Admin) -> Response:
-    return JSONResponse({"bans": [_ban(item) for item in await admin.bans()]})
+    after = request.query_params.get("after")
+    if after is not None and not is_dfos_did(after):
+        raise ApiError(400, "after must be a did:dfos DID")
+    listing, cursor = await admin.bans(limit_param(request, DEFAULT_BANS_LIMIT), after)
+    return JSONResponse({"bans": [_ban(item) for item in listing], "cursor": cursor})
 
 
 @admin_route

@@ -21,15 +21,20 @@ def page_params(request: Request) -> tuple[str | None, int]:
     after = request.query_params.get("after")
     if after is not None and not is_cid(after):
         raise ApiError(400, "after must be an operation CID")
+    return after, limit_param(request)
+
+
+def limit_param(request: Request, default: int = DEFAULT_LOG_LIMIT) -> int:
+    """``limit`` (1..1000, ``default`` when absent)."""
     raw = request.query_params.get("limit")
     if raw is None:
-        return after, DEFAULT_LOG_LIMIT
+        return default
     limit = ascii_decimal(raw)
     if limit is None:
         raise ApiError(400, "limit must be a positive integer")
     if not 1 <= limit <= MAX_LOG_LIMIT:
         raise ApiError(400, f"limit must be between 1 and {MAX_LOG_LIMIT}")
-    return after, limit
+    return limit
 
 
 def scope_param(request: Request) -> Scope | None:

@@ -37,6 +37,13 @@ class ModerationQueries:
     )
     delete_ban: str = "DELETE FROM bans WHERE did = ? RETURNING did"
     list_bans: str = "SELECT did, reason, banned_at_ms, banned_by FROM bans ORDER BY did"
+    page_bans: str = (
+        "SELECT did, reason, banned_at_ms, banned_by FROM bans WHERE did > ? ORDER BY did LIMIT ?"
+    )
+    count_purged: str = (
+        "SELECT purged_did, kind, COUNT(*) FROM purged_ops WHERE purged_did {IN} "
+        "GROUP BY purged_did, kind"
+    )
     list_purged: str = f"SELECT {PURGED_COLS} FROM purged_ops ORDER BY pos, cid, id"
     list_purged_of: str = (
         f"SELECT {PURGED_COLS} FROM purged_ops WHERE purged_did = ? ORDER BY pos, cid, id"
@@ -142,10 +149,26 @@ class SqlModeration:
         async with self._writing() as conn:
             return bool(await conn.fetch(self._mq.delete_ban, (did,)))
 
-    async def list_bans(self) -> list[BanRecord]:
+    async def list_bans(
+        self, limit: int | None = None, after: str | None = None
+    ) -> list[BanRecord]:
         async with self._reading() as conn:
-            rows = await conn.fetch(self._mq.list_bans, ())
+            if limit is None and after is None:
+                rows = await conn.fetch(self._mq.list_bans, ())
+            else:  # "" sorts before every DID; -1 is no limit on SQLite, so no None here
+                bound = limit if limit is not None else 2**62
+                rows = await conn.fetch(self._mq.page_bans, (after or "", bound))
         return [BanRecord(r[0], r[1], int(r[2]), r[3]) for r in rows]
+
+    async def count_purged(self, dids: Collection[str]) -> dict[str, dict[str, int]]:
+        if not dids:
+            return {}
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._mq.count_purged, (self._d.lst(dids),))
+        counts: dict[str, dict[str, int]] = {}
+        for did, kind, n in rows:
+            counts.setdefault(did, {})[kind] = int(n)
+        return counts
 
     async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
         async with self._reading() as conn:

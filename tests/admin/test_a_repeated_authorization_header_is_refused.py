@@ -16,6 +16,6 @@ async def test_two_authorization_headers_are_a_401_whatever_their_order(world: W
         )
         assert response.status_code == 401, response.text
         assert response.json() == {"error": "one Authorization header is allowed"}
-    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": []}
+    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": [], "cursor": None}
     assert {line["outcome"] for line in world.audits("authenticate")} == {"refused"}
     assert world.audits("ban") == []

@@ -55,7 +55,7 @@ async def test_a_content_plane_token_is_refused_on_every_admin_route(
     assert "not an admin token" in error and admin_audience(world.relay.did) in error
     refused = world.audits("authenticate")[-1]
     assert refused["outcome"] == "refused" and refused["admin"] == world.operator.did
-    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": []}
+    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": [], "cursor": None}
 
 
 def _token_for(world: World, aud: list[str]) -> str:

@@ -191,7 +191,7 @@ async def test_what_cannot_be_banned_and_malformed_calls(world: World) -> None:
     )
     assert bad_json.status_code == 400
     assert {line["outcome"] for line in world.audits("ban")} == {"refused"}
-    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": []}
+    assert (await world.admin("GET", "/admin/bans")).json() == {"bans": [], "cursor": None}
 
 
 async def test_a_text_field_holding_nul_is_a_400_and_changes_nothing(world: World) -> None:
@@ -202,7 +202,7 @@ async def test_a_text_field_holding_nul_is_a_400_and_changes_nothing(world: Worl
     dropped = await world.admin("POST", "/admin/waiting/drop", {"did": world.alice.did + "\x00"})
     assert dropped.status_code == 400 and "NUL" in dropped.json()["error"]
     listed = await world.admin("GET", "/admin/bans")
-    assert listed.json() == {"bans": []}
+    assert listed.json() == {"bans": [], "cursor": None}
 
 
 async def test_a_purge_keeps_another_signers_copy_of_a_purged_waiting_op(world: World) -> None:
