@@ -26,6 +26,9 @@ DEFAULT_BODY_MIN_RATE = 1024
 # the body cap; ordinary batches (~75 KiB) rarely hold a megabyte together
 DEFAULT_RECEIVE_BUDGET_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PENDING = 100_000
+# A purge removes this many ops per step under the sequencing lock, then lets
+# ingestion in (relay.admin.purge_steps): about 0.1 s a step on SQLite/Postgres
+DEFAULT_PURGE_STEP_OPS = 2000
 # Costly bodies admitted to the parse child at once (relay.parse_pool), and
 # document uploads to their checks: 8 x 4 MiB of operations bodies is about
 # a second of parsing at the cap; an honest client sends none of either kind
@@ -77,4 +80,5 @@ class RelayConfig:
     # administration (relay.admin) and the write gate (relay.ingest.policy)
     admin_dids: tuple[str, ...] = ()  # operators; none: /admin/ answers 501
     admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    purge_step_ops: int = DEFAULT_PURGE_STEP_OPS
     write_policy: WritePolicy | None = None  # None: only bans apply

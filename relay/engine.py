@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from peer.sync_http import HttpSyncClient
 from relay.admin.bans import BanList
+from relay.admin.purge_steps import finish_purges
 from relay.config import RelayConfig
 from relay.feed import Feed, FeedConfig
 from relay.ingest.pipeline import Clock, Ingestor
@@ -123,6 +124,7 @@ class Relay:
         self.scope_checkpoints = ClosureCheckpoints()  # where scoped /log pages ended
         self._sync_client: HttpSyncClient | None = None
         self.started = False
+        self._purges_left: asyncio.Task[None] | None = None
         self.app = app_factory(self)  # the ASGI app; its lifespan starts the relay
 
     # identity ------------------------------------------------------------
@@ -156,6 +158,8 @@ class Relay:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
             self.policy_retry.start()  # last: nothing after it can fail
+            # purges a crash left under way: finished in steps, as ingestion goes on
+            self._purges_left = asyncio.create_task(self._finish_purges())
         except BaseException:
             await self.sync_index.stop()
             await self.feed.hub.close()
@@ -167,6 +171,10 @@ class Relay:
         if not self.started:
             return
         self.started = False
+        if self._purges_left is not None:
+            self._purges_left.cancel()  # a step cut short rolls back; the next start goes on
+            await asyncio.gather(self._purges_left, return_exceptions=True)
+            self._purges_left = None
         await self.policy_retry.stop()
         if self.peering is not None:
             await self.peering.stop()
@@ -349,13 +357,22 @@ class Relay:
             raise KeyError(url)
         await self.peering.resume(url.rstrip("/"), directions)
 
-    async def forget_purged(self) -> None:
+    async def _finish_purges(self) -> None:
+        try:
+            await finish_purges(self.store, self.forget_purged, self.config.purge_step_ops)
+        except Exception:  # the ban stands; the next start tries again
+            log.exception("a purge left under way could not be finished")
+
+    async def forget_purged(self, finished: bool = True) -> None:
         """Ops left the store (an admin purge): what this process derived
         from them is rebuilt, and the feed's followers are told the epoch
         changed (at once here; other processes' at their next head poll).
         Other processes sharing the store rebuild their fingerprint index at
-        its next use, when they see the new epoch."""
-        self.sync_index.invalidate()
+        its next use, when they see the new epoch; so does this one after a
+        step of a purge not ``finished`` (a rebuild per step would read the
+        log once a step)."""
+        if finished:
+            self.sync_index.invalidate()
         await self.feed.refresh_epoch()
 
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]:

@@ -56,11 +56,18 @@ class MemoryAdmin:
     def __init__(self) -> None:
         self._bans: dict[str, BanRecord] = {}
         self._purged: list[PurgedOperation] = []
+        self._under_way: dict[str, int] = {}  # purged DID -> at_ms
 
     def _forget_buffered(self, cid: str) -> None:
         raise NotImplementedError
 
     def _drop_copy(self, cid: str, token_hash: str) -> None:
+        raise NotImplementedError
+
+    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
+        raise NotImplementedError  # MemoryStore's (a moderation session reads through it)
+
+    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]:
         raise NotImplementedError
 
     # bans and purge records ----------------------------------------------------
@@ -93,6 +100,9 @@ class MemoryAdmin:
         found = [p for p in self._purged if did is None or p.purged_did == did]
         return sorted(found, key=lambda p: (p.seq, p.cid))
 
+    async def purges_under_way(self) -> dict[str, int]:
+        return dict(sorted(self._under_way.items()))
+
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
         authors, record = self._ops.author, self._ops.record
         return [record(s) for s in self._ops.live() if authors[s - 1] == did]
@@ -109,6 +119,11 @@ class MemoryAdmin:
 
     async def apply_moderation(self, batch: ModerationBatch) -> int:
         # No await below: the whole batch applies atomically for other tasks.
+        if batch.purge_under_way:
+            self._under_way.setdefault(batch.purged_did, batch.at_ms)
+        for did in batch.blob_creators:
+            for key in [k for k in self._blobs if k[0] == did]:
+                del self._blobs[key]
         for op in batch.operations:
             self._remove_op(op, batch)
         if batch.operations:
@@ -135,6 +150,8 @@ class MemoryAdmin:
                 if pending is not None:
                     self._pending[cid] = replace(pending, jws_token=token)
                 self._drop_copy(cid, token_hash)
+        if batch.purge_done:
+            self._under_way.pop(batch.purged_did, None)
         return dropped
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:

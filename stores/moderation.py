@@ -63,7 +63,8 @@ class ModerationBatch:
     leaves and the named copy (token hash, token) takes its place, waiting
     for what it waited for; ``raw_copies_gone`` (CID, token hash) leave.
     A batch that removes operations also starts a new changes-feed epoch, as
-    the store's seq domain no longer holds what followers were sent.
+    the store's seq domain no longer holds what followers were sent. An op
+    named in ``operations`` that is no longer stored is skipped, not recorded.
     """
 
     purged_did: str = ""
@@ -75,10 +76,19 @@ class ModerationBatch:
     raw_cids: set[str] = field(default_factory=set)
     raw_replaced: dict[str, tuple[str, str]] = field(default_factory=dict)
     raw_copies_gone: set[tuple[str, str]] = field(default_factory=set)
+    # a purge in steps: the blobs these DIDs created go (a blob hangs off ops
+    # a later step removes, so they go first); the purge of ``purged_did`` is
+    # recorded under way (``purge_under_way``), or no longer (``purge_done``)
+    blob_creators: set[str] = field(default_factory=set)
+    purge_under_way: bool = False
+    purge_done: bool = False
 
     def is_empty(self) -> bool:
         return not (
             self.operations
+            or self.blob_creators
+            or self.purge_under_way
+            or self.purge_done
             or self.chains_removed
             or self.chains_rewound
             or self.dids_removed
@@ -89,6 +99,12 @@ class ModerationBatch:
 
 
 class ModerationSession(Protocol):
+    """Reads under the session's lock (a purge step reads what it rewinds),
+    then one write."""
+
+    async def get_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]: ...
+    async def get_chains(self, chain_ids: Collection[str]) -> dict[str, ChainRecord]: ...
+
     async def apply_moderation(self, batch: ModerationBatch) -> int:
         """Apply ``batch`` atomically and end the session; returns how many raw
         ops left the buffer (a replaced op counts; copies do not)."""
@@ -119,6 +135,11 @@ class ModerationStore(Protocol):
 
     async def list_purged(self, did: str | None = None) -> list[PurgedOperation]:
         """Purge records (of ``did``'s purges, or all), in (seq, cid) order."""
+        ...
+
+    async def purges_under_way(self) -> dict[str, int]:
+        """The purges a step began and no step finished (a crash may have cut
+        them short): purged DID -> the purge's ``at_ms``."""
         ...
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:

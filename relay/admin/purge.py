@@ -14,9 +14,11 @@ and the blobs X created go too, and X's ops still in the raw buffer. Another
 signer's token of such an op's payload, kept beside it as a copy, stays: it
 takes the op's place (``keep_copies``).
 
-The plan is read from the store and applied in one moderation session, so
-nothing is sequenced in between; the ban is stored before, so nothing of X
-can be sequenced after either.
+``plan_purge`` reads the whole purge as one batch (applied in one
+moderation session, nothing is sequenced in between); the relay applies it
+in bounded steps instead (``relay.admin.purge_steps``), which take in what
+is sequenced between them. The ban is stored before, so nothing of X can be
+sequenced after either.
 
 Not removed: other DIDs' identities, and their content chains' remaining
 ops. Peers and feed followers that already hold the removed ops keep them
@@ -25,7 +27,8 @@ ops. Peers and feed followers that already hold the removed ops keep them
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from relay.ingest.policy import signer_of_token
@@ -40,24 +43,45 @@ class PurgeStore(ModerationStore, RawOpBuffer, Protocol):
     async def get_chain(self, chain_id: str) -> ChainRecord | None: ...
 
 
-async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch:
+@dataclass(slots=True)
+class Closure:
+    """What the purge of a DID removes, as read at one time: ``removed`` ops
+    by CID, the ``doomed`` chains (deleted whole), the ``touched`` chains
+    (doomed, or holding a removed op) and the ops of those chains."""
+
+    removed: dict[str, OperationRecord]
+    doomed: set[str]
+    touched: set[str]
+    chain_ops: list[OperationRecord]
+
+
+async def read_closure(store: ModerationStore, did: str) -> Closure:
     signed = await store.operations_signed_by(did)
     removed: dict[str, OperationRecord] = {op.cid: op for op in signed}
     created = {op.chain_id for op in signed if op.kind == "content-op" and op.parent_cid is None}
     doomed = created | ({did} if any(op.kind == "identity-op" for op in signed) else set())
     touched = doomed | {op.chain_id for op in signed if op.kind == "content-op"}
-    chain_ops = [o for o in await store.operations_in_chains(touched) if _chain_op(o)]
+    chain_ops = [o for o in await store.operations_in_chains(touched) if chain_op(o)]
     for op in chain_ops:  # seq order: a parent is decided before its children
         if op.chain_id in doomed or (op.parent_cid is not None and op.parent_cid in removed):
             removed[op.cid] = op
     await _countersignatures_of(store, removed)
+    return Closure(removed, doomed, touched, chain_ops)
+
+
+async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch:
+    """The whole purge as one batch (``relay.admin.purge_steps`` applies it in steps)."""
+    closure = await read_closure(store, did)
+    removed, doomed, touched, chain_ops = (
+        closure.removed, closure.doomed, closure.touched, closure.chain_ops
+    )  # fmt: skip
     by_chain: dict[str, list[OperationRecord]] = {}
     for op in chain_ops:  # one pass: a scan of every chain's ops per rewound chain is quadratic
         by_chain.setdefault(op.chain_id, []).append(op)
-    rewound = [
+    rewinds = [
         head
         for chain_id in sorted(touched - doomed)
-        if (head := _rewound(await store.get_chain(chain_id), by_chain.get(chain_id, []), removed))
+        if (head := rewound(await store.get_chain(chain_id), by_chain.get(chain_id, []), removed))
         is not None
     ]
     batch = ModerationBatch(
@@ -65,7 +89,7 @@ async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch
         at_ms=at_ms,
         operations=sorted(removed.values(), key=lambda o: (o.seq, o.cid)),
         chains_removed=doomed,
-        chains_rewound=rewound,
+        chains_rewound=rewinds,
         dids_removed={did},
         raw_cids=await buffered_by(store, did),
     )
@@ -73,7 +97,7 @@ async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch
     return batch
 
 
-def _chain_op(op: OperationRecord) -> bool:
+def chain_op(op: OperationRecord) -> bool:
     return op.kind in ("identity-op", "content-op")
 
 
@@ -88,10 +112,10 @@ async def _countersignatures_of(
         frontier = {o.cid for o in fresh}
 
 
-def _rewound(
+def rewound(
     current: ChainRecord | None,
     chain_ops: Iterable[OperationRecord],
-    removed: dict[str, OperationRecord],
+    removed: Container[str],
 ) -> ChainRecord | None:
     """``current`` after the purge, if its head changes (``chain_ops``: the chain's ops)."""
     if current is None or current.head_cid not in removed:

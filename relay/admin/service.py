@@ -29,7 +29,8 @@ from stores.moderation import BanRecord, ModerationBatch
 from .audit import AUDIT_LOGGER, audit
 from .auth import AdminCaller
 from .bans import BanList
-from .purge import buffered_by, keep_copies, plan_purge
+from .purge import buffered_by, keep_copies
+from .purge_steps import purge_in_steps
 
 MAX_BAN_REASON = 500
 MAX_LOGGER_NAME_SHOWN = 64  # of an unknown logger's name, in the 400
@@ -55,7 +56,7 @@ class AdminHost(Protocol):
     async def trigger_reconcile(self, peer_url: str) -> dict[str, Any]: ...
     async def pause_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
     async def resume_peer(self, url: str, directions: Sequence[str] = ...) -> None: ...
-    async def forget_purged(self) -> None: ...
+    async def forget_purged(self, finished: bool = ...) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,18 +122,17 @@ class Admin:
         return BanOutcome(ban, report)
 
     async def _purge(self, did: str) -> PurgeReport:
-        store = self.host.store
-        async with store.moderating() as session:
-            batch = await plan_purge(store, did, self.host.clock())
-            dropped = await session.apply_moderation(batch)
-        await self.host.forget_purged()
-        seqs = [op.seq for op in batch.operations]
+        totals = await purge_in_steps(
+            self.host.store, did, self.host.clock(), self.host.forget_purged,
+            self.host.config.purge_step_ops,
+        )  # fmt: skip
+        seqs = [op.seq for op in totals.operations]
         return PurgeReport(
-            len(batch.operations),
-            dict(Counter(op.kind for op in batch.operations)),
-            len(batch.chains_removed),
-            len(batch.chains_rewound),
-            dropped,
+            len(totals.operations),
+            dict(Counter(op.kind for op in totals.operations)),
+            len(totals.chains_removed),
+            len(totals.chains_rewound),
+            totals.buffered_dropped,
             min(seqs, default=None),
             max(seqs, default=None),
         )

@@ -51,10 +51,17 @@ class ModerationQueries:
     signed_by: str = f"SELECT {OP_COLS} FROM ops WHERE author_did = ? ORDER BY pos"
     in_chains: str = f"SELECT {OP_COLS} FROM ops WHERE chain_id {{IN}} ORDER BY pos"
     # the write, statement by statement, inside the locked transaction
+    # from the ops still stored: a step's op another step already removed is not recorded twice
     record_purged: str = (
         "INSERT INTO purged_ops (pos, cid, kind, chain_id, author_did, purged_did, "
-        "purged_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        "purged_at_ms) SELECT pos, cid, kind, chain_id, author_did, CAST(? AS TEXT), "
+        "CAST(? AS {BIGINT}) FROM ops WHERE cid {IN}"
     )
+    purge_under_way: str = (
+        "INSERT INTO purges_under_way (did, at_ms) VALUES (?, ?) ON CONFLICT (did) DO NOTHING"
+    )
+    purge_done: str = "DELETE FROM purges_under_way WHERE did = ?"
+    purges_under_way: str = "SELECT did, at_ms FROM purges_under_way ORDER BY did"
     delete_ops: str = "DELETE FROM ops WHERE cid {IN}"
     delete_countersigs: str = "DELETE FROM countersigs WHERE cid {IN}"
     delete_beacons_of_ops: str = "DELETE FROM beacons WHERE cid {IN}"
@@ -89,12 +96,12 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
     returns how many raw ops left the buffer."""
     mq = render_moderation(d)  # rare: rendering per call costs nothing that matters
     cids = [op.cid for op in batch.operations]
+    if batch.purge_under_way:
+        await conn.execute(mq.purge_under_way, (batch.purged_did, batch.at_ms))
+    if batch.blob_creators:
+        await conn.execute(mq.delete_blobs, (d.lst(batch.blob_creators),))
     if cids:
-        records = [
-            (op.seq, op.cid, op.kind, op.chain_id, op.author_did, batch.purged_did, batch.at_ms)
-            for op in batch.operations
-        ]
-        await conn.executemany(mq.record_purged, records)
+        await conn.execute(mq.record_purged, (batch.purged_did, batch.at_ms, d.lst(cids)))
         for sql in (mq.delete_countersigs, mq.delete_beacons_of_ops, mq.delete_ops):
             await conn.execute(sql, (d.lst(cids),))
         await conn.execute(mq.reset_epoch, (new_epoch(),))
@@ -115,6 +122,8 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
         gone.add((cid, token_hash))
     if gone:
         await conn.executemany(q.delete_copy, sorted(gone))
+    if batch.purge_done:
+        await conn.execute(mq.purge_done, (batch.purged_did,))
     return dropped
 
 
@@ -177,6 +186,11 @@ class SqlModeration:
             else:
                 rows = await conn.fetch(self._mq.list_purged_of, (did,))
         return [purged_record(r) for r in rows]
+
+    async def purges_under_way(self) -> dict[str, int]:
+        async with self._reading() as conn:
+            rows = await conn.fetch(self._mq.purges_under_way, ())
+        return {r[0]: int(r[1]) for r in rows}
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
         async with self._reading() as conn:

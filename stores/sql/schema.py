@@ -387,6 +387,10 @@ _V12 = [
     "last_failure_ms, last_error, caught_up_ms, 0 FROM peer_links WHERE direction = 'out'",
 ]
 
+# A purge runs in steps, each its own transaction: the purges a step began
+# and none finished (a crash cut them short), finished at the next start.
+_V13 = ["CREATE TABLE purges_under_way (did TEXT PRIMARY KEY, at_ms {BIGINT} NOT NULL)"]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -401,6 +405,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     10: _V10,
     11: _V11,
     12: _V12,
+    13: _V13,
 }
 LATEST_VERSION = max(MIGRATIONS)
 

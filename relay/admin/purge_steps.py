@@ -1,0 +1,284 @@
+"""A purge applied in bounded steps, with the sequencing lock let go between
+them, so ingestion waits for one step (2000 ops by default), not for the
+whole purge (``RelayConfig.purge_step_ops``).
+
+The plan (``relay.admin.purge``) is read once, outside the lock. Each step,
+under the lock, first takes in what was sequenced since the plan was read
+(an op that hangs off a removed op, in a doomed chain, or signed by the
+purged DID joins the plan), then removes the next ops in this order:
+
+1. every op but the DID's beacons and identity ops, highest seq first: an
+   op's dependents (children, countersignatures) are sequenced after it, so
+   what remains always hangs off ops that remain;
+2. its beacons, oldest first: the beacon row keeps naming the newest;
+3. its identity chain, with its keys and beacon row, in the last step.
+
+Every step is one transaction that leaves the store as ``verify-store``
+wants it: a chain that lost its head is rewound to the head rule over what
+remains (a doomed chain too, until its last op goes with its row), the
+DID's blobs go in the first step. The first step records the purge as under
+way and the last one clears it, so a crash in between leaves the steps done
+(recorded as purged, as any purge) and the record: the next start finishes
+it (``finish_purges``), planning again from what remains, which is exactly
+the rest of the plan as each step removes a top slice of it. Each step
+that removes ops starts a new feed epoch, as a purge always has.
+
+One purge runs at a time per store: the ``purge`` lease across processes,
+so two of them never step the same plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Container
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from relay.config import DEFAULT_PURGE_STEP_OPS
+from stores.base import FeedEntry, OperationRecord
+from stores.leases import LeaseStore
+from stores.moderation import ModerationBatch, ModerationSession
+
+from .purge import PurgeStore, buffered_by, chain_op, keep_copies, read_closure, rewound
+
+log = logging.getLogger("dfos_relay.admin")
+
+CATCH_UP_PAGE = 500  # ops sequenced since the plan, read this many at a time
+LEASE = "purge"
+LEASE_POLL_S = 0.2
+
+
+class SteppedPurgeStore(PurgeStore, LeaseStore, Protocol):
+    async def log_length(self) -> int: ...
+    async def read_seq_range(
+        self, after_seq: int, until_seq: int, limit: int
+    ) -> list[FeedEntry]: ...
+
+
+class PurgeLeaseLost(Exception):
+    """Another process holds the purge lease now; this one stopped stepping."""
+
+
+@dataclass
+class PurgeTotals:
+    """What the steps of one purge did, added up."""
+
+    operations: list[OperationRecord] = field(default_factory=list)
+    chains_removed: set[str] = field(default_factory=set)
+    chains_rewound: set[str] = field(default_factory=set)
+    buffered_dropped: int = 0
+    steps: int = 0
+
+
+@dataclass
+class _Plan:
+    did: str
+    at_ms: int
+    removed: dict[str, OperationRecord]
+    doomed: set[str]
+    touched: set[str]
+    by_chain: dict[str, dict[str, OperationRecord]]  # touched chains' ops not yet removed
+    seen_seq: int  # every op up to this position was looked at
+    queue: list[OperationRecord] = field(default_factory=list)  # next to remove: last
+    identity_ops: int = 0  # the queue's first ones
+    gone: set[str] = field(default_factory=set)
+
+    def order(self) -> None:
+        self.queue = sorted(
+            (op for cid, op in self.removed.items() if cid not in self.gone),
+            key=self._key,
+            reverse=True,
+        )
+        self.identity_ops = sum(1 for op in self.queue if self._key(op)[0] == 2)
+
+    def next_chunk(self, step_ops: int) -> list[OperationRecord]:
+        """The ops the next step removes: the last ``step_ops`` of the queue, or
+        the whole rest once that would reach into the identity chain (which
+        goes in one step with its keys: a key row must be of a state in the log)."""
+        if len(self.queue) - step_ops <= self.identity_ops:
+            return list(self.queue)
+        return self.queue[-step_ops:]
+
+    def _key(self, op: OperationRecord) -> tuple[int, int, str]:
+        if op.chain_id == self.did and op.kind == "identity-op":
+            return (2, -op.seq, op.cid)
+        if op.chain_id == self.did and op.kind == "beacon":
+            return (1, op.created_at_ms, op.cid)
+        return (0, -op.seq, op.cid)
+
+    def take(self, op: OperationRecord) -> bool:
+        """Whether ``op``, sequenced after the plan was read, joins it (seq order)."""
+        if op.cid in self.removed:
+            return False
+        if chain_op(op) and op.chain_id in self.touched:
+            self.by_chain.setdefault(op.chain_id, {})[op.cid] = op
+        mine = op.author_did == self.did
+        if chain_op(op) and mine and op.chain_id not in self.touched:
+            return True  # a chain the plan never read: the caller reads it (rare)
+        parent = op.parent_cid
+        hangs = chain_op(op) and (
+            op.chain_id in self.doomed or (parent is not None and parent in self.removed)
+        )
+        signs = op.kind == "countersign" and op.chain_id in self.removed
+        if mine or hangs or signs:
+            self.removed[op.cid] = op
+        return False
+
+
+async def purge_in_steps(
+    store: SteppedPurgeStore,
+    did: str,
+    at_ms: int,
+    after_step: Callable[[bool], Awaitable[None]],
+    step_ops: int = DEFAULT_PURGE_STEP_OPS,
+    left_under_way: bool = False,
+) -> PurgeTotals:
+    """Purge ``did`` step by step (holding the ``purge`` lease); ``after_step``
+    runs after each step once ops were removed (the feed is told of the
+    epoch), told whether it was the last. ``left_under_way``: only if it is
+    still recorded under way once the lease is taken (another process
+    starting at the same time may have finished it)."""
+    lease = await store.lease(LEASE)
+    while not await lease.held():
+        await asyncio.sleep(LEASE_POLL_S)
+    try:
+        totals = PurgeTotals()
+        if left_under_way and did not in await store.purges_under_way():
+            return totals
+        plan = await _read_plan(store, did, at_ms)
+        while True:
+            if not await lease.held():
+                steps = totals.steps
+                raise PurgeLeaseLost(f"the purge of {did} lost its lease after {steps} steps")
+            done = await _step(store, plan, totals, step_ops)
+            if totals.operations:
+                await after_step(done)
+            if done:
+                return totals
+            await asyncio.sleep(0)  # let the ingestion that waited for this step take the lock
+    finally:
+        await lease.release()
+
+
+async def finish_purges(
+    store: SteppedPurgeStore,
+    after_step: Callable[[bool], Awaitable[None]],
+    step_ops: int = DEFAULT_PURGE_STEP_OPS,
+) -> list[str]:
+    """Finish every purge a crash left under way; the DIDs finished."""
+    finished = []
+    for did, at_ms in (await store.purges_under_way()).items():
+        totals = await purge_in_steps(store, did, at_ms, after_step, step_ops, True)
+        log.info("finished the purge of %s left under way (%d ops)", did, len(totals.operations))
+        finished.append(did)
+    return finished
+
+
+async def _read_plan(store: SteppedPurgeStore, did: str, at_ms: int) -> _Plan:
+    seen = await store.log_length()  # before the reads: later ops are taken in by the steps
+    closure = await read_closure(store, did)
+    by_chain: dict[str, dict[str, OperationRecord]] = {}
+    for op in closure.chain_ops:
+        by_chain.setdefault(op.chain_id, {})[op.cid] = op
+    plan = _Plan(did, at_ms, closure.removed, closure.doomed, closure.touched, by_chain, seen)
+    plan.order()
+    return plan
+
+
+async def _catch_up(store: SteppedPurgeStore, session: ModerationSession, plan: _Plan) -> None:
+    """Take in what was sequenced since the plan was read (under the lock)."""
+    head, before = await store.log_length(), len(plan.removed)
+    while plan.seen_seq < head:
+        entries = await store.read_seq_range(plan.seen_seq, head, CATCH_UP_PAGE)
+        if not entries:
+            break
+        plan.seen_seq = entries[-1].seq
+        wanted = [e.cid for e in entries if _may_join(plan, e)]
+        records = await session.get_operations(wanted)
+        for cid in wanted:
+            op = records.get(cid)
+            if op is not None and plan.take(op):
+                await _take_chain(store, plan, op.chain_id)
+    plan.seen_seq = max(plan.seen_seq, head)
+    if len(plan.removed) != before:
+        plan.order()
+
+
+def _may_join(plan: _Plan, entry: FeedEntry) -> bool:
+    return (
+        entry.author_did == plan.did
+        or entry.chain_id in plan.touched
+        or entry.chain_id in plan.removed
+    )
+
+
+async def _take_chain(store: SteppedPurgeStore, plan: _Plan, chain_id: str) -> None:
+    """A chain of the purged DID's that the plan never read (made after it)."""
+    plan.touched.add(chain_id)
+    ops = [o for o in await store.operations_in_chains([chain_id]) if chain_op(o)]
+    plan.by_chain[chain_id] = {o.cid: o for o in ops}
+    for op in ops:
+        created = op.parent_cid is None and op.author_did == plan.did and op.kind == "content-op"
+        if created:
+            plan.doomed.add(chain_id)
+        plan.take(op)
+
+
+async def _step(store: SteppedPurgeStore, plan: _Plan, totals: PurgeTotals, step_ops: int) -> bool:
+    """One locked step; True when it was the last."""
+    async with store.moderating() as session:
+        await _catch_up(store, session, plan)
+        chunk = plan.next_chunk(step_ops)
+        last = len(chunk) == len(plan.queue)
+        batch = ModerationBatch(plan.did, plan.at_ms, operations=chunk)
+        batch.purge_under_way = totals.steps == 0
+        batch.blob_creators = {plan.did} if totals.steps == 0 else set()
+        leaving = {op.cid for op in chunk}
+        await _rewind(session, plan, batch, leaving)
+        if last:
+            batch.dids_removed = {plan.did}
+            batch.chains_removed |= {c for c in plan.doomed if not plan.by_chain.get(c)}
+            batch.raw_cids = await buffered_by(store, plan.did)
+            await keep_copies(store, batch, plan.did)
+            batch.purge_done = True
+        totals.buffered_dropped += await session.apply_moderation(batch)
+    del plan.queue[len(plan.queue) - len(chunk) :]
+    plan.gone |= leaving
+    totals.operations += chunk
+    totals.chains_removed |= batch.chains_removed
+    totals.chains_rewound |= {c.chain_id for c in batch.chains_rewound}
+    totals.chains_rewound -= totals.chains_removed
+    totals.steps += 1
+    return last
+
+
+async def _rewind(
+    session: ModerationSession, plan: _Plan, batch: ModerationBatch, leaving: set[str]
+) -> None:
+    """Chains whose head leaves in this step: rewound to what remains, or,
+    when nothing remains of a doomed chain, removed."""
+    chain_ids = {op.chain_id for op in batch.operations if chain_op(op)}
+    for chain_id in chain_ids:
+        ops = plan.by_chain.get(chain_id, {})
+        for cid in leaving & ops.keys():
+            del ops[cid]
+    current = await session.get_chains(chain_ids)
+    for chain_id in sorted(chain_ids):
+        ops = plan.by_chain.get(chain_id, {})
+        if not ops and chain_id in plan.doomed:
+            batch.chains_removed.add(chain_id)
+            continue
+        head = rewound(current.get(chain_id), ops.values(), _Either(leaving, plan.gone))
+        if head is not None:
+            batch.chains_rewound.append(head)
+
+
+class _Either(Container[str]):
+    """The CIDs leaving in this step or gone before it (no union copied per step)."""
+
+    def __init__(self, leaving: set[str], gone: set[str]) -> None:
+        self._leaving, self._gone = leaving, gone
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in self._leaving or cid in self._gone
