@@ -42,6 +42,7 @@ from relay.config import (
     DEFAULT_MAX_COPIES_PER_OP,
     DEFAULT_MAX_PENDING,
     DEFAULT_PARSE_QUEUE,
+    DEFAULT_PURGE_STEP_OPS,
     DEFAULT_RECEIVE_BUDGET_BYTES,
     DEFAULT_SYNC_FRAME_LIMIT,
     DEFAULT_SYNC_MAX_MESSAGE_BYTES,
@@ -135,6 +136,7 @@ class ServeSettings:
     sync_max_message_bytes: int = DEFAULT_SYNC_MAX_MESSAGE_BYTES
     admin_dids: tuple[str, ...] = ()
     admin_token_max_lifetime_s: int = DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S
+    purge_step_ops: int = DEFAULT_PURGE_STEP_OPS
     auth_token_max_lifetime_s: int = DEFAULT_AUTH_TOKEN_MAX_LIFETIME_S
     write_policy: tuple[str, PolicyFunction] | None = None  # (module:function, it)
     write_policy_timeout_s: float = DEFAULT_POLICY_TIMEOUT_S
@@ -192,6 +194,7 @@ class ServeSettings:
             sync_max_message_bytes=self.sync_max_message_bytes,
             admin_dids=self.admin_dids,
             admin_token_max_lifetime_s=self.admin_token_max_lifetime_s,
+            purge_step_ops=self.purge_step_ops,
             auth_token_max_lifetime_s=self.auth_token_max_lifetime_s,
             write_policy=self.write_gate_policy(),
         )
@@ -720,6 +723,11 @@ OPTIONS: tuple[Option, ...] = (
         "value", _int_in(1),
         f"longest exp - iat of an admin auth token (default {DEFAULT_ADMIN_TOKEN_MAX_LIFETIME_S})",
         "SECONDS",
+    ),
+    Option(
+        "purge_step_ops", "--purge-step-ops", "PURGE_STEP_OPS", "value", _int_in(1),
+        f"ops a purge removes per locked step (default {DEFAULT_PURGE_STEP_OPS})",
+        "N",
     ),
     Option(
         "auth_token_max_lifetime_s", "--auth-token-max-lifetime", "AUTH_TOKEN_MAX_LIFETIME",

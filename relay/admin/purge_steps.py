@@ -1,6 +1,6 @@
 """A purge applied in bounded steps, with the sequencing lock let go between
 them, so ingestion waits for one step (2000 ops by default), not for the
-whole purge (``RelayConfig.purge_step_ops``).
+whole purge (``--purge-step-ops``).
 
 The plan (``relay.admin.purge``) is read once, outside the lock. Each step,
 under the lock, first takes in what was sequenced since the plan was read

@@ -46,6 +46,7 @@ BAD_VALUES = {
     "--sync-max-message-bytes": "0",
     "--admin-did": "not-a-did",
     "--admin-token-max-lifetime": "0",
+    "--purge-step-ops": "0",
     "--auth-token-max-lifetime": "-1",
     "--write-policy": "no_such_module_here:decide",
     "--write-policy-timeout": "0",

@@ -19,9 +19,12 @@ from relay.testing.server import free_port
 
 
 class RelayProcess:
-    def __init__(self, store_url: str, workers: int = 1) -> None:
+    def __init__(
+        self, store_url: str, workers: int = 1, settings: dict[str, str] | None = None
+    ) -> None:
         self.store_url = store_url
         self.workers = workers
+        self.settings = settings or {}  # more DFOS_RELAY_* variables
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -32,6 +35,7 @@ class RelayProcess:
     async def start(self, timeout: float = 30.0) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
         env["DFOS_RELAY_STORE"] = self.store_url
+        env.update(self.settings)
         env["DFOS_RELAY_LOG_LEVEL"] = "warning"  # stderr is a pipe read only on failure
         cmd = [
             str(Path(sys.executable).parent / "hypercorn"), "relay.asgi:app",
