@@ -7,6 +7,7 @@ while the purge runs. Prints how long the purge took, how many probe posts
 completed before it ended, and the probes' p50 / max latency.
 
     PYTHONPATH=. .venv/bin/python -m bench.purge_lock --store sqlite --ops 50000
+    ... --step-ops 1000000   # the whole purge in one step, as it was before steps
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bench.common import OUT, bench_store
 from relay import create_relay
 from relay.admin.auth import AdminCaller
 from relay.admin.service import Admin
-from relay.config import RelayConfig
+from relay.config import DEFAULT_PURGE_STEP_OPS, RelayConfig
 from relay.testing.workload import WorkloadBuilder
 
 CHAIN_OPS = 100
@@ -49,10 +50,10 @@ def workload(ops: int) -> tuple[list[str], list[str], str]:
     return setup, probes, alice.did
 
 
-async def run(store_name: str, ops: int) -> dict[str, float]:
+async def run(store_name: str, ops: int, step_ops: int) -> dict[str, float]:
     setup, probes, did = workload(ops)
     async with bench_store(store_name) as store:
-        relay = create_relay(store, config=RelayConfig())
+        relay = create_relay(store, config=RelayConfig(purge_step_ops=step_ops))
         async with relay.running():
             for i in range(0, len(setup), 2000):
                 await relay.ingest(setup[i : i + 2000])
@@ -88,8 +89,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "sqlite", "postgres"), default="sqlite")
     parser.add_argument("--ops", type=int, default=50_000)
+    parser.add_argument("--step-ops", type=int, default=DEFAULT_PURGE_STEP_OPS)
     args = parser.parse_args()
-    print(args.store, args.ops, asyncio.run(run(args.store, args.ops)))
+    result = asyncio.run(run(args.store, args.ops, args.step_ops))
+    print(args.store, args.ops, f"step {args.step_ops}", result)
 
 
 if __name__ == "__main__":

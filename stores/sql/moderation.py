@@ -9,7 +9,8 @@ once and rendered per dialect, like ``stores.sql.queries``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
+import asyncio
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, cast
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from stores.sql.session import SqlSession
 
 PURGED_COLS = "pos, cid, kind, chain_id, author_did, purged_did, purged_at_ms"
+DECODE_SLICE = 5000  # op rows decoded between two yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,16 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
     return dropped
 
 
+async def _op_records(rows: Sequence[R.Row]) -> list[OperationRecord]:
+    """Rows decoded a slice at a time, the loop let go in between: a purge
+    plan reads every op of a DID (150 000: over a second of decoding)."""
+    records: list[OperationRecord] = []
+    for start in range(0, len(rows), DECODE_SLICE):
+        records += [R.op_record(r) for r in rows[start : start + DECODE_SLICE]]
+        await asyncio.sleep(0)
+    return records
+
+
 class SqlModeration:
     """The ``ModerationStore`` half of ``SqlStore``."""
 
@@ -194,14 +206,15 @@ class SqlModeration:
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
         async with self._reading() as conn:
-            return [R.op_record(r) for r in await conn.fetch(self._mq.signed_by, (did,))]
+            rows = await conn.fetch(self._mq.signed_by, (did,))
+        return await _op_records(rows)
 
     async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
         if not chain_ids:
             return []
         async with self._reading() as conn:
             rows = await conn.fetch(self._mq.in_chains, (self._d.lst(chain_ids),))
-        return [R.op_record(r) for r in rows]
+        return await _op_records(rows)
 
     @asynccontextmanager
     async def moderating(self) -> AsyncIterator[SqlSession]:
