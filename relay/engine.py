@@ -159,7 +159,9 @@ class Relay:
                 await self.peering.start(self)
             self.policy_retry.start()  # last: nothing after it can fail
             # purges a crash left under way: finished in steps, as ingestion goes on
-            self._purges_left = asyncio.create_task(self._finish_purges())
+            self._purges_left = asyncio.create_task(
+                self._finish_purges(), name="dfos-relay purges left under way"
+            )
         except BaseException:
             await self.sync_index.stop()
             await self.feed.hub.close()
