@@ -157,11 +157,12 @@ class Relay:
             if self.peering is not None:
                 self.ingestor.add_listener(self.peering.on_sequenced)
                 await self.peering.start(self)
+            purges_left = await self.store.purges_under_way()
             self.policy_retry.start()  # last: nothing after it can fail
-            # purges a crash left under way: finished in steps, as ingestion goes on
-            self._purges_left = asyncio.create_task(
-                self._finish_purges(), name="dfos-relay purges left under way"
-            )
+            if purges_left:  # a crash cut them short: finished in steps, as ingestion goes on
+                self._purges_left = asyncio.create_task(
+                    self._finish_purges(), name="dfos-relay purges left under way"
+                )
         except BaseException:
             await self.sync_index.stop()
             await self.feed.hub.close()
