@@ -145,13 +145,15 @@ def audit_lines(spark: SparkSession, specs: list[DumpSpec]) -> list[LineAudit]:
             F.coalesce(F.sum("array"), F.lit(0)).alias("a"),
             F.coalesce(F.max("bytes"), F.lit(0)).alias("m"),
         )
-        .orderBy("relay", "file")
         .collect()
     )
-    return [
+    # Sorted here, not by an orderBy (a sampling job and a shuffle of its
+    # own): Python orders strings by code point, as Spark by UTF-8 bytes.
+    audits = [
         LineAudit(r["relay"], r["file"], r["size"], r["lines"], r["b"], r["a"], r["m"])
         for r in rows
     ]
+    return sorted(audits, key=lambda a: (a.relay, a.file))
 
 
 def scan_overlong(path: str) -> tuple[int, list[int]]:
