@@ -6,6 +6,7 @@ remote or unsized input keeps the defaults; the caller's settings win."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,22 @@ def test_a_small_job_shuffles_into_one_partition_unless_told(spark: Any, tmp_pat
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
     finally:
         configure(spark, DEFAULT_SHUFFLE_PARTITIONS)
+
+
+def test_the_report_is_the_same_in_one_partition_or_several(spark: Any, tmp_path: Path) -> None:
+    """Small inputs now run in one partition by default; the multi-partition
+    paths must still give the very same report (divergent, with --verify)."""
+    dump = one_relay_dump(tmp_path, seed=7)
+    lines = dump.read_text().splitlines(keepends=True)
+    (tmp_path / "b.jsonl").write_text("".join(lines[: len(lines) * 2 // 3]))
+    reports = []
+    try:
+        for partitions in ("1", "4"):
+            out = tmp_path / f"report-{partitions}.json"
+            args = ["--quiet", "--verify", "--shuffle-partitions", partitions, "--out", str(out)]
+            run_convergence([*args, f"a={dump}", f"b={tmp_path / 'b.jsonl'}"], spark=spark)
+            reports.append(out.read_bytes())
+    finally:
+        configure(spark, DEFAULT_SHUFFLE_PARTITIONS)
+    assert reports[0] == reports[1]
+    assert json.loads(reports[0])["partialOps"]["total"] > 0
