@@ -126,7 +126,7 @@ class MemoryAdmin:
                 del self._blobs[key]
         for op in batch.operations:
             self._remove_op(op, batch)
-        if batch.operations:
+        if batch.operations and not batch.keep_epoch:
             self._epoch = new_epoch()
         for chain_id in batch.chains_removed:
             self._chains.pop(chain_id, None)

@@ -63,7 +63,8 @@ class ModerationBatch:
     leaves and the named copy (token hash, token) takes its place, waiting
     for what it waited for; ``raw_copies_gone`` (CID, token hash) leave.
     A batch that removes operations also starts a new changes-feed epoch, as
-    the store's seq domain no longer holds what followers were sent. An op
+    the store's seq domain no longer holds what followers were sent, unless
+    it is told to ``keep_epoch`` (a middle step of a purge: see below). An op
     named in ``operations`` that is no longer stored is skipped, not recorded.
     """
 
@@ -82,6 +83,10 @@ class ModerationBatch:
     blob_creators: set[str] = field(default_factory=set)
     purge_under_way: bool = False
     purge_done: bool = False
+    # a middle step of a purge keeps the epoch: its first step told followers
+    # to stop trusting what they hold and its last tells them the end, not
+    # every step (one 410, and one re-bootstrap, per step for each follower)
+    keep_epoch: bool = False
 
     def is_empty(self) -> bool:
         return not (

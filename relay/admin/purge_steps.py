@@ -20,8 +20,15 @@ DID's blobs go in the first step. The first step records the purge as under
 way and the last one clears it, so a crash in between leaves the steps done
 (recorded as purged, as any purge) and the record: the next start finishes
 it (``finish_purges``), planning again from what remains, which is exactly
-the rest of the plan as each step removes a top slice of it. Each step
-that removes ops starts a new feed epoch, as a purge always has.
+the rest of the plan as each step removes a top slice of it.
+
+Feed epochs: the first step and the last start a new one, the steps
+between keep it. A follower is told when the purge starts (what it holds
+may be going) and when it ends (what is left is final), two 410s and two
+re-bootstraps, not one per step (a hundred for 200,000 ops). Between them
+it may still hold ops that were removed, as between a purge's start and end
+it would anyway; a purge cut short is finished (and its last epoch started)
+at the next start.
 
 One purge runs at a time per store: the ``purge`` lease across processes,
 so two of them never step the same plan.
@@ -233,6 +240,7 @@ async def _step(store: SteppedPurgeStore, plan: _Plan, totals: PurgeTotals, step
         last = len(chunk) == len(plan.queue)
         batch = ModerationBatch(plan.did, plan.at_ms, operations=chunk)
         batch.purge_under_way = totals.steps == 0
+        batch.keep_epoch = totals.steps > 0 and not last and bool(totals.operations)
         batch.blob_creators = {plan.did} if totals.steps == 0 else set()
         leaving = {op.cid for op in chunk}
         await _rewind(session, plan, batch, leaving)

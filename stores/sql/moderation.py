@@ -106,7 +106,8 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
         await conn.execute(mq.record_purged, (batch.purged_did, batch.at_ms, d.lst(cids)))
         for sql in (mq.delete_countersigs, mq.delete_beacons_of_ops, mq.delete_ops):
             await conn.execute(sql, (d.lst(cids),))
-        await conn.execute(mq.reset_epoch, (new_epoch(),))
+        if not batch.keep_epoch:
+            await conn.execute(mq.reset_epoch, (new_epoch(),))
     if batch.chains_removed:
         await conn.execute(mq.delete_chains, (d.lst(batch.chains_removed),))
     if batch.chains_rewound:
