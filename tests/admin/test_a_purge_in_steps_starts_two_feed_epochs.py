@@ -6,6 +6,9 @@ epoch again (what followers hold may have lost ops meanwhile)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 
 from relay import create_relay
@@ -21,14 +24,21 @@ STEP_OPS = 4
 NOW = 1_700_000_000_000
 
 
-async def test_a_purge_in_steps_starts_an_epoch_at_its_first_and_last_step(
-    store: RelayStore,
-) -> None:
+@asynccontextmanager
+async def banned(store: RelayStore) -> AsyncIterator[str]:
+    """A running relay holding the workload, its author banned: her DID."""
     tokens, alice = workload(NOW - DAY_MS)
     relay = create_relay(store, config=RelayConfig(purge_step_ops=STEP_OPS))
     async with relay.running():
         assert {r.status for r in await relay.ingest(tokens)} == {Status.NEW}
         await store.put_ban(BanRecord(alice, "spam", NOW, "did:dfos:op"))
+        yield alice
+
+
+async def test_a_purge_in_steps_starts_an_epoch_at_its_first_and_last_step(
+    store: RelayStore,
+) -> None:
+    async with banned(store) as alice:
         before = await store.get_feed_epoch()
         epochs: list[str] = []
 
@@ -45,11 +55,7 @@ async def test_a_purge_in_steps_starts_an_epoch_at_its_first_and_last_step(
 async def test_a_purge_finished_at_the_next_start_starts_an_epoch_at_once(
     store: RelayStore,
 ) -> None:
-    tokens, alice = workload(NOW - DAY_MS)
-    relay = create_relay(store, config=RelayConfig(purge_step_ops=STEP_OPS))
-    async with relay.running():
-        assert {r.status for r in await relay.ingest(tokens)} == {Status.NEW}
-        await store.put_ban(BanRecord(alice, "spam", NOW, "did:dfos:op"))
+    async with banned(store) as alice:
         epochs: list[str] = []
 
         async def cut_after_two(done: bool) -> None:

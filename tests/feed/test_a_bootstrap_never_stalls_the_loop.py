@@ -16,10 +16,6 @@ machine busy with other work does not make them longer."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
-from collections.abc import Awaitable
-from typing import TypeVar
 
 import httpx
 import pytest
@@ -28,42 +24,14 @@ from relay import create_relay
 from relay.testing.server import serve_on_loopback
 from relay.testing.workload import mixed_workload
 from stores.memory import MemoryStore
+from tests.support.loop_stall import longest_stall
 from tests.support.relay_api import PAST_MS
 
-T = TypeVar("T")
 OPS = 4000  # ~2000 snapshot items: before, 70 ms of CPU in one go (280 ms for four at once)
 # Bootstraps under way each run a slice (5 ms) per turn of the loop; the rest
 # of the bound is a send, a page read and scheduling.
 STALL_PER_SUBSCRIBER_S = 0.010
 STALL_MARGIN_S = 0.015
-
-
-async def longest_stall(work: Awaitable[T]) -> tuple[T, float]:
-    """``work``'s result, and the most CPU the loop spent between two turns
-    of a ticker (the last up to the end of ``work``, which may never yield)."""
-    gaps: list[float] = []
-    last = [0.0]
-
-    async def tick() -> None:
-        while True:
-            await asyncio.sleep(0)
-            now = time.thread_time()
-            gaps.append(now - last[0])
-            last[0] = now
-
-    gc.collect()
-    gc.disable()  # the collector's full passes, set off by any allocation, are not counted
-    last[0] = time.thread_time()
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0)
-    try:
-        result = await work
-        gaps.append(time.thread_time() - last[0])
-        return result, max(gaps)
-    finally:
-        gc.enable()
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
 
 
 async def _bootstraps(http: httpx.AsyncClient, query: str, subscribers: int) -> list[int]:

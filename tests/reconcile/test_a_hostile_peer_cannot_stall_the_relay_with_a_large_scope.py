@@ -14,10 +14,7 @@ machine busy with other work does not make them longer."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
-from collections.abc import Awaitable, Collection
-from typing import TypeVar
+from collections.abc import Collection
 
 import pytest
 
@@ -29,10 +26,10 @@ from relay.scope import Scope, effective_scope
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from stores.base import FeedEntry, OperationKind
 from stores.memory import MemoryStore
+from tests.support.loop_stall import longest_stall
 from tests.support.relay_api import PAST_MS, post
 from tests.support.served import served_relay
 
-T = TypeVar("T")
 ARTIFACTS = 10_000
 MAX_STALL_S = 0.030  # a step is a page of 500 ops, ~4 ms; the whole set was ~70 ms
 OCTET = {"content-type": "application/octet-stream"}
@@ -53,34 +50,6 @@ def large() -> tuple[list[str], list[str], list[str]]:
     for _ in range(20):
         b.artifact(other)
     return dids, tokens, list(b.tokens)
-
-
-async def longest_stall(work: Awaitable[T]) -> tuple[T, float]:
-    """``work``'s result, and the most CPU the loop spent between two turns
-    of a ticker (the last up to the end of ``work``, which may never yield)."""
-    gaps: list[float] = []
-    last = [0.0]
-
-    async def tick() -> None:
-        while True:
-            await asyncio.sleep(0)
-            now = time.thread_time()
-            gaps.append(now - last[0])
-            last[0] = now
-
-    gc.collect()
-    gc.disable()  # the collector's full passes, set off by any allocation, are not counted
-    last[0] = time.thread_time()
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0)
-    try:
-        result = await work
-        gaps.append(time.thread_time() - last[0])
-        return result, max(gaps)
-    finally:
-        gc.enable()
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
 
 
 async def unpaced(store: MemoryStore, scope: Scope) -> list[tuple[int, bytes]]:

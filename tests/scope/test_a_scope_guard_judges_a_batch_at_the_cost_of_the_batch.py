@@ -14,32 +14,10 @@ from relay.scope import Scope, ScopeGuard
 from relay.testing.workload import Actor, ContentHandle, WorkloadBuilder
 from stores.base import FeedEntry, OperationKind
 from stores.memory import MemoryStore
+from tests.scope.counting_store import CountingStore
 from tests.support.relay_api import PAST_MS
 
 ARTIFACTS = 300
-
-
-class CountingStore(MemoryStore):
-    """A memory store that counts the rows its log and chain reads return."""
-
-    rows = 0
-
-    async def read_seq_range(self, after_seq: int, until_seq: int, limit: int) -> list[FeedEntry]:
-        return self._count(await super().read_seq_range(after_seq, until_seq, limit))
-
-    async def read_chain_entries(
-        self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        return self._count(await super().read_chain_entries(chain_id, kinds, until_seq))
-
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        return self._count(await super().read_chains_entries(chain_ids, kinds, until_seq))
-
-    def _count(self, entries: list[FeedEntry]) -> list[FeedEntry]:
-        self.rows += len(entries)
-        return entries
 
 
 class Scene:
