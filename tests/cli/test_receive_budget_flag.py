@@ -1,6 +1,7 @@
 """``--receive-budget`` (or ``DFOS_RELAY_RECEIVE_BUDGET``) bounds the bytes
 of request bodies a relay run as ``dfos-relay serve`` receives at once: a
-body declared over what is left is answered 503 at once. A budget below the
+body declared over what is left beside the bodies arriving is answered 503
+at once. A budget below the
 largest body cap stops start-up with one line naming where it came from."""
 
 from __future__ import annotations
@@ -14,24 +15,34 @@ import pytest
 
 from relay.cli import build_parser
 from relay.config import DEFAULT_RECEIVE_BUDGET_BYTES
+from relay.receive_budget import SMALL_BODY_BYTES
 from relay.settings import ServeSettings, SettingsError, load_settings, parse_settings
 
 from .conftest import RelayProcess
 
-CAPS = ["--max-body-bytes", "1024", "--max-blob-bytes", "1024", "--sync-max-message-bytes", "1024"]
+CAP = 2 * SMALL_BODY_BYTES  # bodies this large may be refused (smaller ones never are)
+CAPS = [
+    arg
+    for name in ("--max-body-bytes", "--max-blob-bytes", "--sync-max-message-bytes")
+    for arg in (name, str(CAP))
+]
+BUDGET = 2 * CAP
+BODY = b"{}" + b" " * (SMALL_BODY_BYTES + 1)  # no operations body: read, then a 400
 
 
-def hold_a_body(port: int, length: int) -> socket.socket:
-    """A POST /operations whose head is sent and whose body never is."""
+def hold_a_body(port: int) -> socket.socket:
+    """A POST /operations at the cap, sent but for its last byte."""
     sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(b"POST /operations HTTP/1.1\r\nHost: relay\r\nContent-Length: %d\r\n\r\n" % length)
+    head = b"POST /operations HTTP/1.1\r\nHost: relay\r\nContent-Length: %d\r\n\r\n" % CAP
+    sock.sendall(head + b" " * (CAP - 1))
     return sock
 
 
 def answer_once(client: httpx.Client, status: int) -> httpx.Response:
-    """A small POST /operations, tried until it is answered ``status``."""
+    """A POST /operations over the never-refused size, tried until it is
+    answered ``status``."""
     for _ in range(100):
-        response = client.post("/operations", content=b"{}")
+        response = client.post("/operations", content=BODY)
         if response.status_code == status:
             return response
         time.sleep(0.05)
@@ -41,8 +52,8 @@ def answer_once(client: httpx.Client, status: int) -> httpx.Response:
 @pytest.mark.parametrize(
     ("args", "env"),
     [
-        (["--store", "memory://", *CAPS, "--receive-budget", "2048"], {}),
-        (["--store", "memory://", *CAPS], {"DFOS_RELAY_RECEIVE_BUDGET": "2048"}),
+        (["--store", "memory://", *CAPS, "--receive-budget", str(BUDGET)], {}),
+        (["--store", "memory://", *CAPS], {"DFOS_RELAY_RECEIVE_BUDGET": str(BUDGET)}),
     ],
     ids=["flag", "environment"],
 )
@@ -50,10 +61,10 @@ def test_the_receive_budget_bounds_bodies_arriving_at_once(
     args: list[str], env: Mapping[str, str]
 ) -> None:
     relay = RelayProcess(args, env=env)
-    held = [hold_a_body(relay.port, 1024) for _ in range(2)]
+    held = [hold_a_body(relay.port) for _ in range(2)]
     try:
         with relay.explained(), httpx.Client(base_url=relay.url, timeout=30) as client:
-            refused = answer_once(client, 503)  # once the held heads are read
+            refused = answer_once(client, 503)  # once the held bodies are read
             assert refused.headers["retry-after"] == "1"
             assert "request bodies being received" in refused.json()["error"]
             for sock in held:  # hung up: their bytes are given back
