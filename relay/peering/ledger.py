@@ -157,9 +157,14 @@ class LinkLedger:
             await cancel_all([self._flusher])
             self._flusher = None
         if self._store is not None:
+            # the flush task may have been stopped between carrying a gone
+            # share and deleting it: deleted once this process's shares (which
+            # hold what it carried) are written
+            await self.flush()
+            if not self._dirty & self._mine:
+                await self.shares.delete_carried(self._store)
             # the out-links' shared rows as merged over the shares stored now:
-            # the flush task may have been stopped between deleting a gone
-            # share and forgetting it
+            # it may also have been stopped between deleting one and forgetting it
             with contextlib.suppress(StoreError):
                 self.shares.heard(await self._store.list_out_marks())
             self._dirty.update(key for key in self._links if key[2] == "out")

@@ -52,6 +52,9 @@ class Shares:
         self.writer = writer or new_writer()
         self.stale_ms = stale_ms
         self._others: dict[tuple[str, str], list[OutMark]] = {}  # as last read
+        # gone shares carried and not deleted yet (writer, url, scope, updated_ms):
+        # not carried again (that would take back what a repair since pushed)
+        self._carried: set[tuple[str, str, str, int]] = set()
         self.on_gone: GoneShare | None = None  # takes over what a gone share held back
 
     def heard(self, marks: Iterable[OutMark]) -> None:
@@ -77,8 +80,11 @@ class Shares:
         for key, marks in list(self._others.items()):
             for mark in [m for m in marks if is_gone(m.record, now_ms, self.stale_ms)]:
                 url, scope = key
+                carried = (mark.writer, url, scope, mark.record.updated_ms)
                 if self.on_gone is not None:
-                    await self.on_gone(mark.record)
+                    if carried not in self._carried:
+                        await self.on_gone(mark.record)
+                        self._carried.add(carried)
                     if not await written():
                         continue  # carried, not written yet: deleted at a later flush
                 try:
@@ -86,12 +92,25 @@ class Shares:
                 except StoreError as exc:  # carried already; deleted at a later flush
                     log.warning("link ledger: cannot clear a gone share of %s: %s", url, exc)
                     continue
+                self._carried.discard(carried)
                 marks.remove(mark)
                 cleared.add(key)
                 log.info("peer %s: out-link %s: carried the share of gone writer %s "
                          "(watermark %s)", url, scope, mark.writer,
                          mark.record.applied_token)  # fmt: skip
         return cleared
+
+    async def delete_carried(self, store: ShareStore) -> None:
+        """At a stop, once this process's shares are written: the gone shares
+        it carried and had not deleted yet (the flush task was stopped in
+        between) are deleted, so that no process carries them again."""
+        for writer, url, scope, updated_ms in sorted(self._carried):
+            try:
+                await store.delete_out_mark(writer, url, scope, updated_ms)
+            except StoreError as exc:  # left: the next process carries it again
+                log.warning("link ledger: cannot clear a gone share of %s: %s", url, exc)
+                continue
+            self._carried.discard((writer, url, scope, updated_ms))
 
     async def leave(self, store: ShareStore, own: Iterable[LinkRecord]) -> None:
         """At a clean stop: a share that holds nothing back is deleted; one

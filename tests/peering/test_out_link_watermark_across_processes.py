@@ -187,6 +187,43 @@ async def test_a_clean_stop_leaves_a_share_only_when_it_held_ops_back(
     assert (await stored_out(store)).applied_token == "2"
 
 
+async def test_a_share_carried_but_not_yet_deleted_is_deleted_at_stop_and_not_carried_again(
+    two: tuple[Process, Process], store: RelayStore
+) -> None:
+    """The flush task may be stopped between carrying a gone share and
+    deleting it (a stop right then): the carry is not done twice (a second
+    one would take the watermark back under what a repair since pushed),
+    and the stop deletes the share once its own is written."""
+    a, b = two
+    carried: list[LinkRecord] = []
+
+    async def carry(share: LinkRecord) -> None:
+        carried.append(share)
+        a.links.adopt(share, 2)
+
+    a.ledger.shares.on_gone = carry
+    await a.links.follow_head(_at(2), lambda: True)
+    b.ingest(1)
+    await b.links.delivered(URL, ["tok1"])
+    b.ingest(2)
+    b.links.lost(URL, ["tok2"])
+    await b.ledger.stop()  # leaves its share behind, held at 1
+
+    async def not_written() -> bool:
+        return False
+
+    a.ledger.shares.heard(await store.list_out_marks())
+    await a.ledger.shares.clear_gone(store, a.now[0], not_written)  # carried, then stopped
+    assert len(carried) == 1
+    assert b.ledger.shares.writer in {m.writer for m in await store.list_out_marks()}
+    await a.links.repaired(URL, 2)
+    await a.ledger.shares.clear_gone(store, a.now[0], not_written)
+    assert len(carried) == 1 and a.links.watermark(URL) == 2  # not carried again
+    await a.ledger.stop()
+    assert await store.list_out_marks() == []
+    assert (await stored_out(store)).applied_token == "2"
+
+
 async def test_a_vanished_process_stops_holding_the_link_after_the_stale_while(
     two: tuple[Process, Process],
 ) -> None:
