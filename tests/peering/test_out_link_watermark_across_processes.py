@@ -155,13 +155,9 @@ async def test_a_merge_written_while_a_gone_share_is_carried_is_written_again(
     assert (await stored_out(store)).applied_token == "2"  # before: "1", until a's next write
 
 
-async def test_a_clean_stop_leaves_a_share_only_when_it_held_ops_back(
-    two: tuple[Process, Process], store: RelayStore
-) -> None:
-    """b stops with op 2 lost: its share is left behind, and a carries it
-    at once (its next flush) until a reconciliation pushed; a then stops
-    holding nothing back, and leaves nothing behind."""
-    a, b = two
+async def b_pushed_one_of_two(a: Process, b: Process) -> list[LinkRecord]:
+    """Ops 1 and 2 are b's, op 1 pushed; a carries a gone share as a floor
+    of its own (into the list returned)."""
     carried: list[LinkRecord] = []
 
     async def carry(share: LinkRecord) -> None:
@@ -169,10 +165,21 @@ async def test_a_clean_stop_leaves_a_share_only_when_it_held_ops_back(
         a.links.adopt(share, 2)
 
     a.ledger.shares.on_gone = carry
-    await a.links.follow_head(_at(2), lambda: True)  # ops 1 and 2 are b's
+    await a.links.follow_head(_at(2), lambda: True)
     b.ingest(1)
     await b.links.delivered(URL, ["tok1"])
     b.ingest(2)
+    return carried
+
+
+async def test_a_clean_stop_leaves_a_share_only_when_it_held_ops_back(
+    two: tuple[Process, Process], store: RelayStore
+) -> None:
+    """b stops with op 2 lost: its share is left behind, and a carries it
+    at once (its next flush) until a reconciliation pushed; a then stops
+    holding nothing back, and leaves nothing behind."""
+    a, b = two
+    carried = await b_pushed_one_of_two(a, b)
     await b.ledger.flush()
     assert await eventually(lambda: a.shown() == "1")
     b.links.lost(URL, ["tok2"])  # still queued when b stops
@@ -195,17 +202,7 @@ async def test_a_share_carried_but_not_yet_deleted_is_deleted_at_stop_and_not_ca
     one would take the watermark back under what a repair since pushed),
     and the stop deletes the share once its own is written."""
     a, b = two
-    carried: list[LinkRecord] = []
-
-    async def carry(share: LinkRecord) -> None:
-        carried.append(share)
-        a.links.adopt(share, 2)
-
-    a.ledger.shares.on_gone = carry
-    await a.links.follow_head(_at(2), lambda: True)
-    b.ingest(1)
-    await b.links.delivered(URL, ["tok1"])
-    b.ingest(2)
+    carried = await b_pushed_one_of_two(a, b)
     b.links.lost(URL, ["tok2"])
     await b.ledger.stop()  # leaves its share behind, held at 1
 
