@@ -540,8 +540,9 @@ OPTIONS: tuple[Option, ...] = (
         "RECEIVE_BUDGET",
         "value",
         _int_in(1),
-        "bytes of request bodies being received at once, by Content-Length (else by "
-        f"chunk); one more body is answered 503 (default {DEFAULT_RECEIVE_BUDGET_BYTES})",
+        "bytes of request bodies being received at once (each holds what it received; "
+        "one that does not fit is answered 503, one of at most 64 KiB never is; "
+        f"default {DEFAULT_RECEIVE_BUDGET_BYTES})",
         "BYTES",
     ),
     Option(
