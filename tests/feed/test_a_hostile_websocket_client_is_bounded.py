@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
 import struct
-import subprocess
-import sys
 import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -38,8 +35,9 @@ from relay import create_relay
 from relay.config import RelayConfig
 from relay.http import changes_ws, ws_server
 from relay.http.changes_ws import MAX_WS_MESSAGE_BYTES
-from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
+from relay.testing.server import serve_on_loopback
 from stores.memory import MemoryStore
+from tests.cli.conftest import RelayProcess
 
 MiB = 1 << 20
 PEAK_GROWTH_LIMIT = 24 * MiB  # well under what any of the attacks below cost unbounded
@@ -48,22 +46,13 @@ PEAK_GROWTH_LIMIT = 24 * MiB  # well under what any of the attacks below cost un
 @asynccontextmanager
 async def _relay_process() -> AsyncIterator[tuple[int, int]]:
     """A ``dfos-relay serve`` process on a memory store: (its port, its pid)."""
-    port = free_port()
-    command = Path(sys.executable).parent / "dfos-relay"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
-    args = [str(command), "serve", "--port", str(port), "--store", "memory://"]
     # a short heartbeat: hypercorn's pinger keeps a closed socket until its next ping
-    args += ["--feed-heartbeat", "0.5"]
-    proc = subprocess.Popen([*args, "--log-level", "warning"], env=env, stderr=subprocess.DEVNULL)
+    args = ["--store", "memory://", "--feed-heartbeat", "0.5", "--log-level", "warning"]
+    served = RelayProcess(args)
     try:
-        await wait_for_relay(f"http://127.0.0.1:{port}")
-        yield port, proc.pid
+        yield served.port, served.proc.pid
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        served.stop()
 
 
 def _peak_rss(pid: int) -> int:

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -35,8 +32,10 @@ from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessa
 from relay import create_relay
 from relay.config import RelayConfig
 from relay.http.changes_ws import UNANSWERED_PINGS
-from relay.testing.server import free_port, serve_on_loopback, wait_for_relay
+from relay.testing.server import serve_on_loopback
 from stores.memory import MemoryStore
+from tests.cli.conftest import RelayProcess as ServeProcess
+from tests.support.relay_process import RelayProcess as HypercornProcess
 
 PING_S = 0.3  # the silent client is closed about a second after it went quiet
 UNANSWERED = "dfos_relay_feed_pings_unanswered_closed_total"
@@ -134,29 +133,27 @@ async def _until_subscribed(ws_url: str) -> float:
 async def _served(launcher: str, config_dir: Path) -> AsyncIterator[str]:
     """A relay process on a memory store with one subscriber slot, pinging
     every ``PING_S``, started by ``launcher``: its base URL."""
-    port = free_port()
-    bin_dir = Path(sys.executable).parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DFOS_RELAY_")}
-    env |= {"DFOS_RELAY_FEED_MAX_SUBSCRIBERS": "1", "DFOS_RELAY_LOG_LEVEL": "warning"}
     if launcher == "dfos-relay serve":
-        args = [str(bin_dir / "dfos-relay"), "serve", "--port", str(port), "--store", "memory://"]
-        args += ["--feed-heartbeat", str(PING_S)]
-    else:
-        env["DFOS_RELAY_STORE"] = "memory://"
-        # hypercorn's --websocket-ping-interval takes whole seconds; its config file does not
-        config = config_dir / "hypercorn.toml"
-        config.write_text(f'bind = ["127.0.0.1:{port}"]\nwebsocket_ping_interval = {PING_S}\n')
-        args = [str(bin_dir / "hypercorn"), "--config", str(config), "relay.asgi:app"]
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL)
-    try:
-        await wait_for_relay(f"http://127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
+        args = ["--store", "memory://", "--feed-heartbeat", str(PING_S), "--log-level", "warning"]
+        served = ServeProcess(args, env={"DFOS_RELAY_FEED_MAX_SUBSCRIBERS": "1"})
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            yield served.url
+        finally:
+            served.stop()
+        return
+    # hypercorn's --websocket-ping-interval takes whole seconds; its config file does not
+    config = config_dir / "hypercorn.toml"
+    config.write_text(f"websocket_ping_interval = {PING_S}\n")
+    hypercorn = HypercornProcess(
+        "memory://",
+        settings={"DFOS_RELAY_FEED_MAX_SUBSCRIBERS": "1"},
+        hypercorn_args=["--config", str(config)],
+    )
+    await hypercorn.start()
+    try:
+        yield hypercorn.url
+    finally:
+        hypercorn.stop()
 
 
 @pytest.mark.parametrize("launcher", ["dfos-relay serve", "hypercorn relay.asgi:app"])

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -20,11 +21,17 @@ from relay.testing.server import free_port
 
 class RelayProcess:
     def __init__(
-        self, store_url: str, workers: int = 1, settings: dict[str, str] | None = None
+        self,
+        store_url: str,
+        workers: int = 1,
+        settings: dict[str, str] | None = None,
+        hypercorn_args: Sequence[str] = (),
     ) -> None:
         self.store_url = store_url
         self.workers = workers
         self.settings = settings or {}  # more DFOS_RELAY_* variables
+        # more of hypercorn's own options, e.g. ``--config`` (its --bind wins over the file's)
+        self.hypercorn_args = list(hypercorn_args)
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -40,6 +47,7 @@ class RelayProcess:
         cmd = [
             str(Path(sys.executable).parent / "hypercorn"), "relay.asgi:app",
             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
+            *self.hypercorn_args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd,
