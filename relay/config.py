@@ -17,8 +17,10 @@ MAX_LOG_LIMIT = 1000
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BLOB_BYTES = 16 * 1024 * 1024
 # The request-body deadline (408 past it): a body may take this long to start
-# arriving, and must then average this many bytes a second (hypercorn bounds
-# slow headers, not slow bodies: a trickled body would hold its connection).
+# arriving, and must then average this many bytes a second, never falling
+# more than the grace behind; sending faster banks at most the grace
+# (hypercorn bounds slow headers, not slow bodies: a trickled body would
+# hold its connection, and its bytes in the receive budget).
 DEFAULT_BODY_GRACE_S = 10.0
 DEFAULT_BODY_MIN_RATE = 1024
 # Bytes of request bodies being received at once, relay-wide (503 beyond:
@@ -56,7 +58,7 @@ class RelayConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     body_grace_s: float = DEFAULT_BODY_GRACE_S  # the body deadline: grace ...
-    body_min_rate: int = DEFAULT_BODY_MIN_RATE  # ... plus one second per this many bytes
+    body_min_rate: int = DEFAULT_BODY_MIN_RATE  # ... plus 1 s per this many bytes, <= grace ahead
     receive_budget_bytes: int = DEFAULT_RECEIVE_BUDGET_BYTES  # bodies arriving at once; 503 beyond
     max_pending: int = DEFAULT_MAX_PENDING
     max_copies_per_op: int = DEFAULT_MAX_COPIES_PER_OP

@@ -12,8 +12,13 @@ arrives; a chunk that would take the bytes held over the budget raises
 body whose ``Content-Length`` does not fit beside what is held now is
 refused before any of it is read. Holding what was received, not what was
 declared, is what keeps the budget from being a cheap lock: a client that
-declares large bodies and trickles them in (which the body deadline lets go
-on for about a second per KiB received) holds only what it sent.
+declares large bodies and trickles them in holds only what it sent. Nor
+can a body hold what it sent for long by sending it fast and then stalling:
+its deadline is never more than the body grace ahead
+(``relay.http.params``), so a body holds its bytes no longer than one sent
+steadily at the minimum rate would (``body_min_rate``; before that bound, a
+4 MiB body sent fast banked over an hour at 1 KiB/s, and sixteen of them
+held the default budget, every other body over 64 KiB answered 503).
 
 Two kinds of body are never refused: one alone in the budget (a budget
 below the body caps slows large bodies down rather than refusing them for

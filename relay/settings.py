@@ -520,8 +520,8 @@ OPTIONS: tuple[Option, ...] = (
         "BODY_GRACE",
         "value",
         _seconds,
-        "a request body may take this long to start arriving, 408 beyond"
-        f" (default {DEFAULT_BODY_GRACE_S:g})",
+        "a request body may take this long to start arriving, then fall this far"
+        f" behind the minimum rate; 408 beyond (default {DEFAULT_BODY_GRACE_S:g})",
         "SECONDS",
     ),
     Option(
@@ -530,8 +530,8 @@ OPTIONS: tuple[Option, ...] = (
         "BODY_MIN_RATE",
         "value",
         _int_in(1),
-        "... and must then average this many bytes a second, 408 beyond"
-        f" (default {DEFAULT_BODY_MIN_RATE})",
+        "the minimum rate of a request body, bytes a second; sending faster banks"
+        f" at most the grace (default {DEFAULT_BODY_MIN_RATE})",
         "BYTES",
     ),
     Option(

@@ -52,9 +52,9 @@ def scope_param(request: Request) -> Scope | None:
 
 async def read_body_capped(request: Request, cap: int) -> bytes:
     """The request body, or 413 once it exceeds ``cap`` bytes, or 408 once it
-    falls behind the relay's ``body_grace_s`` plus one second per
-    ``body_min_rate`` bytes (a body trickled in a byte at a time would hold
-    its connection forever: hypercorn bounds slow headers, not slow bodies).
+    falls behind its deadline (``_read_body``): a body trickled in a byte at
+    a time would hold its connection forever (hypercorn bounds slow headers,
+    not slow bodies), and its bytes in the receive budget.
 
     The body holds what it received in the relay's receive budget while it
     arrives (``relay.receive_budget``), and is refused at once when its
@@ -76,16 +76,24 @@ async def read_body_capped(request: Request, cap: int) -> bytes:
 
 
 async def _read_body(request: Request, cap: int, reservation: Reservation) -> bytes:
+    """The body, against its deadline: ``body_grace_s`` from the start, moved
+    one second later per ``body_min_rate`` bytes received but never more than
+    the grace ahead of now. Sending fast banks no more than the grace: with
+    no bound, a body sent fast and then stalled (or trickled) held its
+    connection, and what it received in the budget, for a second per
+    ``body_min_rate`` bytes it had sent (4 MiB: over an hour at 1 KiB/s).
+    Steady at the minimum rate or above, a body is read however long it takes."""
     config = relay_of(request).config
     grace_s, min_rate = config.body_grace_s, config.body_min_rate
     chunks: list[bytes] = []
     size = 0
-    started = asyncio.get_running_loop().time()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace_s
     stream = request.stream()
     try:
         while True:
             try:
-                async with asyncio.timeout_at(started + grace_s + size / min_rate):
+                async with asyncio.timeout_at(deadline):
                     chunk = await anext(stream)
             except StopAsyncIteration:
                 break
@@ -96,6 +104,7 @@ async def _read_body(request: Request, cap: int, reservation: Reservation) -> by
                 raise ApiError(413, f"request body exceeds {cap} bytes")
             reservation.take(len(chunk))
             chunks.append(chunk)
+            deadline = min(deadline + len(chunk) / min_rate, loop.time() + grace_s)
     except ClientDisconnect:  # nobody reads the answer; not a server error either
         raise ApiError(400, "the client disconnected before its body was complete") from None
     finally:
