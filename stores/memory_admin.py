@@ -25,7 +25,7 @@ from stores.base import (
 )
 from stores.epoch import new_epoch
 from stores.memory_rows import drop_seq, drop_witness_token, witnesses_of
-from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
+from stores.moderation import BanChanges, BanRecord, ModerationBatch, PurgedOperation
 
 if TYPE_CHECKING:
     from stores.memory_rows import ChainSeqs, Interner, OpTable, Roots, StoredChain, Witnesses
@@ -55,6 +55,11 @@ class MemoryAdmin:
 
     def __init__(self) -> None:
         self._bans: dict[str, BanRecord] = {}
+        # each DID ever banned -> the mark of its last change, in mark order
+        # (a change moves its DID to the end), so what changed since a mark
+        # is read from the end
+        self._ban_marks: dict[str, int] = {}
+        self._ban_mark = 1  # as the SQL stores: 0 is the mark of a reader that read nothing
         self._purged: list[PurgedOperation] = []
         self._under_way: dict[str, int] = {}  # purged DID -> at_ms
 
@@ -73,9 +78,33 @@ class MemoryAdmin:
     # bans and purge records ----------------------------------------------------
     async def put_ban(self, ban: BanRecord) -> None:
         self._bans[ban.did] = ban
+        self._ban_changed(ban.did)
 
     async def delete_ban(self, did: str) -> bool:
-        return self._bans.pop(did, None) is not None
+        if self._bans.pop(did, None) is None:
+            return False
+        self._ban_changed(did)
+        return True
+
+    def _ban_changed(self, did: str) -> None:
+        self._ban_mark += 1
+        self._ban_marks.pop(did, None)
+        self._ban_marks[did] = self._ban_mark
+
+    async def ban_changes(self, after: int) -> BanChanges:
+        if self._ban_mark == after:
+            return BanChanges(after)
+        since = after if self._ban_mark > after else 0
+        changes = BanChanges(self._ban_mark, whole=since == 0)
+        for did in reversed(self._ban_marks):
+            if self._ban_marks[did] <= since:
+                break
+            ban = self._bans.get(did)
+            if ban is None:
+                changes.lifted.append(did)
+            else:
+                changes.banned.append(ban)
+        return changes
 
     async def list_bans(
         self, limit: int | None = None, after: str | None = None

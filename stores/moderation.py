@@ -2,6 +2,8 @@
 change them (``/admin/`` routes).
 
 - ``BanRecord``        a DID whose new ops the relay refuses, why, when, by whom
+- ``BanChanges``       the bans written and lifted since a change mark: what a
+                       worker's cached ban list reads, O(changes), not O(bans)
 - ``PurgedOperation``  one op a purge removed, kept as the record of that purge
                        (its log position stays accounted for: ``verify-store``
                        tells a purged position from a gap)
@@ -34,6 +36,22 @@ class BanRecord:
     reason: str
     banned_at_ms: int
     banned_by: str  # the operator DID that asked for it
+
+
+@dataclass(frozen=True, slots=True)
+class BanChanges:
+    """The bans written and lifted after a change mark, as they stand now.
+
+    Every ban and unban moves the store's change mark on; marks follow
+    commit order across every writer of the store, so a reader that saw a
+    mark has seen every change up to it. ``whole``: ``banned`` holds every
+    ban (the first read, or the store's mark went back below the one asked
+    after: a database restored, say), so the reader drops what it held."""
+
+    mark: int  # the last change read: the next read asks for what follows it
+    banned: list[BanRecord] = field(default_factory=list)  # written (new or replaced)
+    lifted: list[str] = field(default_factory=list)  # DIDs no longer banned
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +134,17 @@ class ModerationSession(Protocol):
         ...
 
 
-class ModerationStore(Protocol):
+class BanChangeReader(Protocol):
+    """What a worker's cached ban list reads (``relay.admin.bans``)."""
+
+    async def ban_changes(self, after: int) -> BanChanges:
+        """The bans written and lifted after the change mark ``after`` (0: every
+        ban, ``whole``). When nothing changed, one read of the mark and no ban
+        row. Each DID changed since is listed once, as it stands now."""
+        ...
+
+
+class ModerationStore(BanChangeReader, Protocol):
     async def put_ban(self, ban: BanRecord) -> None:
         """Record (or replace) the ban of ``ban.did``."""
         ...
@@ -129,7 +157,8 @@ class ModerationStore(Protocol):
         self, limit: int | None = None, after: str | None = None
     ) -> list[BanRecord]:
         """Bans ordered by DID: those after ``after`` (a DID, exclusive), at most
-        ``limit`` of them (None: every one)."""
+        ``limit`` of them (None: every one; the write gate reads only what
+        changed, ``ban_changes``)."""
         ...
 
     async def count_purged(self, dids: Collection[str]) -> dict[str, dict[str, int]]:

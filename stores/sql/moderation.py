@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from stores.base import OperationKind, OperationRecord
 from stores.epoch import new_epoch
-from stores.moderation import BanRecord, ModerationBatch, PurgedOperation
+from stores.moderation import BanChanges, BanRecord, ModerationBatch, PurgedOperation
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
@@ -41,6 +41,12 @@ class ModerationQueries:
     list_bans: str = "SELECT did, reason, banned_at_ms, banned_by FROM bans ORDER BY did"
     page_bans: str = (
         "SELECT did, reason, banned_at_ms, banned_by FROM bans WHERE did > ? ORDER BY did LIMIT ?"
+    )
+    # the ban list's refresh: the mark first, and only if it moved, what changed
+    ban_change_count: str = "SELECT n FROM ban_change_count WHERE id = 1"
+    ban_changes: str = (
+        "SELECT c.n, c.did, b.reason, b.banned_at_ms, b.banned_by FROM ban_changes c "
+        "LEFT JOIN bans b ON b.did = c.did WHERE c.n > ?"
     )
     count_purged: str = (
         "SELECT purged_did, kind, COUNT(*) FROM purged_ops WHERE purged_did {IN} "
@@ -181,6 +187,22 @@ class SqlModeration:
                 bound = limit if limit is not None else 2**62
                 rows = await conn.fetch(self._mq.page_bans, (after or "", bound))
         return [BanRecord(r[0], r[1], int(r[2]), r[3]) for r in rows]
+
+    async def ban_changes(self, after: int) -> BanChanges:
+        async with self._reading() as conn:
+            mark = int((await conn.fetch(self._mq.ban_change_count, ()))[0][0])
+            if mark == after:
+                return BanChanges(mark)
+            since = after if mark > after else 0  # went back: every ban, anew
+            # one statement: each changed DID and its ban as of the same snapshot
+            rows = await conn.fetch(self._mq.ban_changes, (since,))
+        changes = BanChanges(max([mark, *(int(r[0]) for r in rows)]), whole=since == 0)
+        for _n, did, reason, at_ms, by in rows:
+            if reason is None:
+                changes.lifted.append(did)
+            else:
+                changes.banned.append(BanRecord(did, reason, int(at_ms), by))
+        return changes
 
     async def count_purged(self, dids: Collection[str]) -> dict[str, dict[str, int]]:
         if not dids:

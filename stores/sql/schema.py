@@ -43,6 +43,10 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``out_link_marks`` each process's share of an out-link, one row per (peer,
                      scope, writer) (v12); the out-links ``peer_links`` held
                      become shares left behind (``updated_ms`` 0)
+- ``purges_under_way`` the purges a step began and none finished (v13)
+- ``ban_changes``    the change mark of each DID ever banned (its last ban or
+                     unban), written by triggers on ``bans``, and
+                     ``ban_change_count`` the mark the last change reached (v14)
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -391,6 +395,66 @@ _V12 = [
 # and none finished (a crash cut them short), finished at the next start.
 _V13 = ["CREATE TABLE purges_under_way (did TEXT PRIMARY KEY, at_ms {BIGINT} NOT NULL)"]
 
+
+# Ban changes: a worker's cached ban list re-read every ban each second
+# (100 000 rows for a large spam list, per worker); it now reads the DIDs
+# changed since the mark it saw. Triggers write the marks, whoever changes
+# ``bans``. The count's row is locked by each change until its commit, so
+# marks follow commit order and a reader that saw a mark has seen every
+# change before it. An unban leaves the DID's row (its mark says it was
+# lifted): one row per DID ever banned. Bans already held share mark 1.
+# (The three helpers below belong to v14: a later version writes its own.)
+def _v14_sqlite_trigger(event: str, row: str) -> str:
+    return (
+        f"CREATE TRIGGER bans_{event.lower()}_changes AFTER {event} ON bans BEGIN "
+        "UPDATE ban_change_count SET n = n + 1 WHERE id = 1; "
+        f"INSERT INTO ban_changes (did, n) VALUES ({row}.did, "
+        "(SELECT n FROM ban_change_count WHERE id = 1)) "
+        "ON CONFLICT (did) DO UPDATE SET n = excluded.n; END"
+    )
+
+
+def _v14_pg_trigger(event: str, rows: str) -> str:
+    table = "OLD TABLE AS old_rows" if rows == "old_rows" else "NEW TABLE AS new_rows"
+    return (
+        f"CREATE TRIGGER bans_{event.lower()}_changes AFTER {event} ON bans "
+        f"REFERENCING {table} FOR EACH STATEMENT EXECUTE FUNCTION bans_changed_{rows}()"
+    )
+
+
+def _v14_pg_function(rows: str) -> str:
+    # one mark per statement (a bulk ban is one change), none when no row changed
+    return f"""CREATE FUNCTION bans_changed_{rows}() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        DECLARE mark BIGINT;
+        BEGIN
+            IF EXISTS (SELECT 1 FROM {rows}) THEN
+                UPDATE ban_change_count SET n = n + 1 WHERE id = 1 RETURNING n INTO mark;
+                INSERT INTO ban_changes (did, n) SELECT did, mark FROM {rows}
+                    ON CONFLICT (did) DO UPDATE SET n = excluded.n;
+            END IF;
+            RETURN NULL;
+        END $$"""
+
+
+_V14: list[str | Only] = [
+    "CREATE TABLE ban_changes (did TEXT PRIMARY KEY, n {BIGINT} NOT NULL)",
+    "CREATE INDEX ban_changes_n ON ban_changes (n)",
+    """CREATE TABLE ban_change_count (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        n {BIGINT} NOT NULL)""",
+    "INSERT INTO ban_change_count (id, n) VALUES (1, 1)",
+    "INSERT INTO ban_changes (did, n) SELECT did, 1 FROM bans",
+    Only("sqlite", _v14_sqlite_trigger("INSERT", "NEW")),
+    Only("sqlite", _v14_sqlite_trigger("UPDATE", "NEW")),
+    Only("sqlite", _v14_sqlite_trigger("DELETE", "OLD")),
+    Only("postgres", _v14_pg_function("new_rows")),
+    Only("postgres", _v14_pg_function("old_rows")),
+    Only("postgres", _v14_pg_trigger("INSERT", "new_rows")),
+    Only("postgres", _v14_pg_trigger("UPDATE", "new_rows")),
+    Only("postgres", _v14_pg_trigger("DELETE", "old_rows")),
+]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -406,6 +470,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     11: _V11,
     12: _V12,
     13: _V13,
+    14: _V14,
 }
 LATEST_VERSION = max(MIGRATIONS)
 
