@@ -14,9 +14,9 @@ op, and starts a new changes-feed epoch. Every sequencing session reads
 the bans of the signers its ops claim from the store, under the sequencing
 lock the purge also holds, so every worker sharing a store refuses a banned
 DID from its next batch on, and none takes a purged DID's ops back. Bans
-are also cached per process (``bans.BanList``, re-read from the store at
-most ``BAN_REFRESH_S`` apart): the gate's answer for a signer a session
-did not read.
+are also cached per process (``bans.BanList``, brought up to date with the
+bans changed in the store at most ``BAN_REFRESH_S`` apart): the gate's
+answer for a signer a session did not read.
 """
 
 from .auth import AdminCaller, AdminRefused, admin_audience, authenticate_admin
