@@ -666,6 +666,14 @@ class FeedStore(Protocol):
         in seq order, with parent and state."""
         ...
 
+    async def read_chains_tips(
+        self, chain_ids: Collection[str], kind: OperationKind, until_seq: int
+    ) -> list[FeedEntry]:
+        """``ForkReader.read_chain_tips`` of many chains in one read: the tips
+        of each of ``chain_ids``, all in seq order. What a bootstrap reads for
+        a page of chains: rows for their tips only, whatever their lengths."""
+        ...
+
     async def get_beacon(self, did: str) -> BeaconRecord | None:
         """The DID's current beacon (what a bootstrap checks its beacons against)."""
         ...

@@ -1,13 +1,16 @@
 """A chain's tips and one branch of it in the memory store (``stores.base.ForkReader``).
 
 Both reads work on the op table's columns (CID, parent, kind, chain) and
-build entries only for what they answer: the tips, or the window of the
+build entries only for what they answer: the tips (of one chain or of
+several), or the window of the
 branch asked for. Tips scan the chain's positions once (ints and strings
 already held, no record built); a branch walks parent links from its last
 op through the CID index.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from stores.base import BranchPage, FeedEntry, OperationKind, UnknownCursorError
 from stores.memory_rows import KINDS, ChainSeqs, OpTable, seqs_of
@@ -40,6 +43,15 @@ class MemoryForks:
         ]
         parents = {ops.parent[s - 1] for s in seqs}
         return [ops.feed_entry(s) for s in seqs if ops.cid[s - 1] not in parents]
+
+    async def read_chains_tips(
+        self, chain_ids: Collection[str], kind: OperationKind, until_seq: int
+    ) -> list[FeedEntry]:
+        out: list[FeedEntry] = []
+        for chain_id in set(chain_ids):
+            out.extend(await self.read_chain_tips(chain_id, kind, until_seq))
+        out.sort(key=lambda e: e.seq)
+        return out
 
     async def read_branch(
         self,

@@ -28,7 +28,7 @@ from stores.base import FeedEntry, FeedStore, OperationKind
 PAGE = 500
 LATEST_BEACONS_KEPT = 512  # DIDs whose latest beacon at S one bootstrap remembers
 _BEACONS: tuple[OperationKind, ...] = ("beacon",)
-_CHAIN_KINDS = {"identity-op": "identity", "content-op": "content"}
+_CHAIN_KINDS: dict[OperationKind, str] = {"identity-op": "identity", "content-op": "content"}
 SLICE_S = 0.005  # a snapshot runs at most about this long between two turns of the loop
 
 
@@ -40,12 +40,14 @@ async def snapshot_items(
     slices = Slices()
     while True:
         roots = await store.read_roots(snapshot_seq, after, PAGE)
+        kept = [root for root in roots if flt.matches_entry(root)]
+        tips = await _tips_of_chains(store, kept, snapshot_seq)
         for root in roots:
             await slices.pause_when_due()  # roots the filter skips cost time too
             after = (root.created_at_ms, root.cid)
             if not flt.matches_entry(root):
                 continue
-            item = await _item(store, root, snapshot_seq, latest)
+            item = await _item(store, root, snapshot_seq, latest, tips)
             if item is not None:
                 yield item
         if len(roots) < PAGE:
@@ -60,14 +62,56 @@ async def scoped_snapshot_items(
     latest = LatestBeacons(store, snapshot_seq)
     slices = Slices()
     for chain_id, kinds in eff.reads():
-        entries = await store.read_chain_entries(chain_id, kinds, snapshot_seq)
-        for root in entries:
-            await slices.pause_when_due()
-            if root.parent_cid is not None or not eff.contains(root.kind, root.chain_id):
+        async for root in _roots_of(store, chain_id, kinds, snapshot_seq, slices):
+            if not eff.contains(root.kind, root.chain_id):
                 continue
-            item = await _item(store, root, snapshot_seq, latest)
+            tips = await _tips_of_chains(store, [root], snapshot_seq)
+            item = await _item(store, root, snapshot_seq, latest, tips)
             if item is not None:
                 yield item
+
+
+async def _roots_of(
+    store: FeedStore,
+    chain_id: str,
+    kinds: tuple[OperationKind, ...],
+    s: int,
+    slices: Slices,
+) -> AsyncIterator[FeedEntry]:
+    """The ops without a parent among ``chain_id``'s ops of ``kinds`` up to
+    ``s``, in seq order, a page at a time: a chain's genesis alone (its
+    first op: every other op descends from it, so is sequenced after it),
+    then the standalone ops (beacons, artifacts, countersignatures), which
+    are all roots. Never the rest of a chain, however long."""
+    for kind in kinds:
+        if kind in _CHAIN_KINDS:
+            first = await store.read_chains_entries_after((chain_id,), (kind,), 0, s, 1)
+            if first and first[0].parent_cid is None:
+                yield first[0]
+    standalone = tuple(kind for kind in kinds if kind not in _CHAIN_KINDS)
+    after = 0
+    while standalone:
+        page = await store.read_chains_entries_after((chain_id,), standalone, after, s, PAGE)
+        for entry in page:
+            await slices.pause_when_due()
+            yield entry
+        if len(page) < PAGE:
+            return
+        after = page[-1].seq
+
+
+async def _tips_of_chains(
+    store: FeedStore, roots: list[FeedEntry], s: int
+) -> dict[str, list[FeedEntry]]:
+    """The tips at ``s`` of the chains among ``roots``, by chain: one read per
+    kind for a page of chains, which holds their tips and not their ops."""
+    tips: dict[str, list[FeedEntry]] = {}
+    for kind in _CHAIN_KINDS:
+        chains = [root.chain_id for root in roots if root.kind == kind]
+        if chains:
+            for tip in await store.read_chains_tips(chains, kind, s):
+                tips.setdefault(tip.chain_id, []).append(tip)
+    return tips
 
 
 class Slices:
@@ -115,10 +159,14 @@ class LatestBeacons:
 
 
 async def _item(
-    store: FeedStore, root: FeedEntry, s: int, latest: LatestBeacons
+    store: FeedStore,
+    root: FeedEntry,
+    s: int,
+    latest: LatestBeacons,
+    tips: dict[str, list[FeedEntry]],
 ) -> dict[str, Any] | None:
     if root.kind in _CHAIN_KINDS:
-        return await _chain_item(store, root, s)
+        return _chain_item(root, tips.get(root.chain_id) or [root])
     if root.kind == "beacon" and not await latest.is_latest(root):
         return None  # superseded by a later beacon of this DID within the snapshot
     return {
@@ -132,9 +180,8 @@ async def _item(
     }
 
 
-async def _chain_item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, Any]:
-    ops = await store.read_chain_entries(root.chain_id, (root.kind,), s)
-    tips = tips_of(ops)  # head-key order: the head is last
+def _chain_item(root: FeedEntry, chain_tips: list[FeedEntry]) -> dict[str, Any]:
+    tips = tips_of(chain_tips)  # head-key order: the head is last
     head = tips[-1]
     kind = _CHAIN_KINDS[root.kind]
     state = head.state or {}
@@ -154,5 +201,6 @@ async def _chain_item(store: FeedStore, root: FeedEntry, s: int) -> dict[str, An
             for op in tips
         ],
         "state": wire_state,
-        "seq": max(op.seq for op in ops),
+        # the chain's last op up to S is a tip: an op's children are sequenced after it
+        "seq": max(op.seq for op in tips),
     }

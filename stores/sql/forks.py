@@ -4,7 +4,8 @@
 other ops to Python:
 
 - tips: the chain's ops (``ops_chain_log``) that no op names as parent,
-  the child looked up by parent CID (``ops_children``, schema v9);
+  the child looked up by parent CID (``ops_children``, schema v9); the tips
+  of many chains likewise, in one statement;
 - a branch: walked from its last op to genesis along parent CIDs by one
   recursive query (the unique CID index), which answers the branch's length,
   where ``after`` sits on it and only the rows of the window asked for.
@@ -23,6 +24,7 @@ holds at most that many ops), so corrupt parent links cannot recurse forever.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
@@ -31,6 +33,8 @@ from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
 from stores.sql.queries import CHAIN_KINDS_SQL
+
+CHAINS_PER_READ = 2000  # chain ids per batch read: bounded parameters and result sets
 
 _FEED_COLS_OF_O = (
     "o.pos, o.cid, o.token, o.kind, o.chain_id, o.author_did, o.created_at_ms, "
@@ -43,6 +47,12 @@ class ForkQueries:
     # chain_id, kind, until, until (of the child)
     tips: str = (
         f"SELECT {_FEED_COLS_OF_O} FROM ops o WHERE o.chain_id = ? AND o.kind = ? "
+        f"AND o.pos <= ? AND o.{CHAIN_KINDS_SQL} AND NOT EXISTS (SELECT 1 FROM ops c "
+        "WHERE c.parent_cid = o.cid AND c.pos <= ?) ORDER BY o.pos"
+    )
+    # chain_ids, kind, until, until (of the child)
+    tips_of_chains: str = (
+        f"SELECT {_FEED_COLS_OF_O} FROM ops o WHERE o.chain_id {{IN}} AND o.kind = ? "
         f"AND o.pos <= ? AND o.{CHAIN_KINDS_SQL} AND NOT EXISTS (SELECT 1 FROM ops c "
         "WHERE c.parent_cid = o.cid AND c.pos <= ?) ORDER BY o.pos"
     )
@@ -92,6 +102,22 @@ class SqlForks:
         async with self._reading() as conn:
             rows = await conn.fetch(self._fq.tips, (chain_id, kind, until_seq, until_seq))
         return [R.feed_entry(r) for r in rows]
+
+    async def read_chains_tips(
+        self, chain_ids: Collection[str], kind: OperationKind, until_seq: int
+    ) -> list[FeedEntry]:
+        ids = sorted(set(chain_ids))
+        out: list[FeedEntry] = []
+        async with self._reading() as conn:
+            for i in range(0, len(ids), CHAINS_PER_READ):
+                chunk = self._d.lst(ids[i : i + CHAINS_PER_READ])
+                rows = await conn.fetch(
+                    self._fq.tips_of_chains, (chunk, kind, until_seq, until_seq)
+                )
+                out.extend(R.feed_entry(r) for r in rows)
+        if len(ids) > CHAINS_PER_READ:
+            out.sort(key=lambda e: e.seq)
+        return out
 
     async def read_branch(
         self,

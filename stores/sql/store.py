@@ -39,12 +39,11 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
-from stores.sql.forks import SqlForks
+from stores.sql.forks import CHAINS_PER_READ, SqlForks
 from stores.sql.links import SqlLinks
 from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
 
-CHAINS_PER_READ = 2000  # chain ids per batch read: bounded parameters and result sets
 _CHAIN_KINDS = frozenset({"identity-op", "content-op"})  # ops_chain_log's kinds
 
 

@@ -1,5 +1,6 @@
 """A chain's tips and one branch of it, read from the store (``ForkReader``):
-tips are the chain's ops no other op of it names as parent, in seq order; a
+tips are the chain's ops no other op of it names as parent, in seq order
+(the tips of several chains in one read: theirs, all in seq order); a
 branch is a window of the ops from genesis to one op along parent links,
 with the branch's length. Both see only the chain's ops of one kind up to a
 log position, and neither buffered ops nor purged ones. On every backend."""
@@ -58,6 +59,41 @@ async def test_an_unknown_chain_or_kind_has_no_tips(opened: RelayStore) -> None:
     assert await opened.read_chain_tips(A, "content-op", 100) == []
     assert await opened.read_chain_tips(A, "beacon", 100) == []
     assert await tip_cids(opened, chain_id="did:dfos:x") == ["x"]
+
+
+async def test_the_tips_of_several_chains_are_each_chains_tips_in_seq_order(
+    opened: RelayStore,
+) -> None:
+    await forked(opened)
+    await append(
+        opened,
+        op("y", chain_id="did:dfos:y", at=8),
+        op("x2", chain_id="did:dfos:x", parent="x", at=9),
+    )
+    chains = [A, "did:dfos:x", "did:dfos:y", "did:dfos:nobody"]
+
+    async def both(until: int) -> list[str]:
+        found = await opened.read_chains_tips(chains, IDENTITY, until)
+        assert [e.seq for e in found] == sorted(e.seq for e in found)
+        one_by_one = {
+            e.cid for c in chains for e in await opened.read_chain_tips(c, IDENTITY, until)
+        }
+        assert {e.cid for e in found} == one_by_one
+        return [e.cid for e in found]
+
+    assert await both(100) == ["u2", "f2", "v", "y", "x2"]
+    assert await both(4) == ["u1", "x"]  # as of a log position: x2 is not yet x's child
+    assert await both(9) == ["x", "u2", "f2", "v", "y"]
+    [u2, *_] = await opened.read_chains_tips(chains, IDENTITY, 100)
+    assert (u2.seq, u2.parent_cid, u2.jws_token, u2.state) == (
+        6,
+        "u1",
+        "tok.u2",
+        op("u2", at=5).state,
+    )
+    assert await opened.read_chains_tips(chains, "content-op", 100) == []
+    assert await opened.read_chains_tips(chains, "beacon", 100) == []  # a beacon is no tip
+    assert await opened.read_chains_tips([], IDENTITY, 100) == []
 
 
 async def test_a_branch_runs_from_genesis_to_its_op(opened: RelayStore) -> None:
