@@ -12,7 +12,9 @@
     scope     identity DIDs and contentIds, served with their dependency
               closure (relay.scope); not combined with kinds/authors/chains
 
-Lists are comma-separated in a query. Anything malformed is a 400.
+Lists are comma-separated in a query. Seqs (since, a token's position,
+Last-Event-ID, until_seq, limit) are canonical decimals, as the relay writes
+them: "01" is malformed. Anything malformed is a 400.
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from relay.feed.errors import FeedRequestError
-from relay.feed.tokens import Since, parse_since
+from relay.feed.tokens import Since, parse_decimal, parse_since
 from relay.protocol.ids import is_content_id, is_dfos_did
-from relay.protocol.untrusted import ascii_decimal
 from relay.scope import Scope, ScopeError, parse_scope
 from stores.base import FeedEntry
 
@@ -106,8 +107,8 @@ def _chains(raw: Any) -> frozenset[str]:
 def _int(name: str, raw: Any, low: int, high: int) -> int:
     if isinstance(raw, bool):
         raise FeedRequestError(f"{name} must be an integer")
-    if isinstance(raw, str) and (number := ascii_decimal(raw.strip())) is not None:
-        raw = number
+    if isinstance(raw, str) and (number := parse_decimal(raw)) is not None:
+        raw = number  # a canonical decimal, as since and tokens are read
     if not isinstance(raw, int) or not low <= raw <= high:
         raise FeedRequestError(f"{name} must be an integer {low}..{high}")
     return raw
