@@ -45,6 +45,7 @@ from stores.memory_admin import MemoryAdmin
 from stores.memory_forks import MemoryForks
 from stores.memory_links import MemoryLinks
 from stores.memory_rows import (
+    KINDS,
     ChainSeqs,
     Interner,
     OpTable,
@@ -346,7 +347,8 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
         until_seq: int,
         limit: int,
     ) -> list[FeedEntry]:
-        cids, entry = self._ops.cid, self._ops.feed_entry
+        cids, codes, entry = self._ops.cid, self._ops.kind, self._ops.feed_entry
+        wanted = {KINDS.index(kind) for kind in kinds}
         out: list[FeedEntry] = []
         for chain_id in set(chain_ids):
             for log in (self._chain_log, self._standalone_log):
@@ -356,8 +358,9 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
                     seq = held[at]
                     if seq > until_seq or taken == limit:
                         break
-                    if cids[seq - 1] is not None and (found := entry(seq)).kind in kinds:
-                        out.append(found)
+                    # the kind by its code: no entry built for an op of another kind
+                    if cids[seq - 1] is not None and codes[seq - 1] in wanted:
+                        out.append(entry(seq))
                         taken += 1
         out.sort(key=lambda e: e.seq)
         return out[:limit]

@@ -19,9 +19,10 @@ from relay.feed.errors import FeedBusy, FeedGone, FeedRequestError
 from relay.feed.filters import FeedFilter
 from relay.feed.hub import FeedHub
 from relay.feed.messages import Eose, Event, Events, FeedMessage, Heartbeat, Snapshot, Status
-from relay.feed.snapshot import scoped_snapshot_items, snapshot_items
+from relay.feed.snapshot import Slices, scoped_snapshot_items, snapshot_items
 from relay.feed.tokens import ProgressToken
-from relay.scope import ScopeTracker, effective_scope
+from relay.scope import ScopeTracker
+from relay.scope.closure import effective_scope_in_pages
 from stores.base import FeedEntry, FeedStore
 
 PAGE = 500
@@ -152,7 +153,11 @@ class Feed:
         if flt.scope is not None:
             # the closure as of where the consumer stands: it holds that much
             at = head if flt.mode == "bootstrap" else start
-            tracker = ScopeTracker(self.store, await effective_scope(self.store, flt.scope, at))
+            # a page of the scope at a time, paced as a snapshot is: read at
+            # once, a large scope held the loop for its whole closure
+            pause = Slices().pause_when_due
+            eff = await effective_scope_in_pages(self.store, flt.scope, at, pause)
+            tracker = ScopeTracker(self.store, eff)
         return Subscription(self, flt, transport, epoch, start, head, bootstrap_url, tracker)
 
 

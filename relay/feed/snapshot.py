@@ -62,6 +62,7 @@ async def scoped_snapshot_items(
     latest = LatestBeacons(store, snapshot_seq)
     slices = Slices()
     for chain_id, kinds in eff.reads():
+        await slices.pause_when_due()  # chains with nothing to send cost time too
         async for root in _roots_of(store, chain_id, kinds, snapshot_seq, slices):
             if not eff.contains(root.kind, root.chain_id):
                 continue

@@ -19,7 +19,7 @@ silently incomplete set.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +33,11 @@ _IDENTITY: tuple[OperationKind, ...] = ("identity-op",)
 _CONTENT: tuple[OperationKind, ...] = ("content-op",)
 _COUNTERSIGN: tuple[OperationKind, ...] = ("countersign",)
 
+PAGE = 500  # ops (or chains) per paged read: a step of a few ms (a FeedEntry and its dependencies)
+FIRST_PAGE = 100
+
+Pause = Callable[[], Awaitable[None]]
+
 
 class ScopeReader(Protocol):
     async def read_chain_entries(
@@ -41,6 +46,17 @@ class ScopeReader(Protocol):
 
     async def read_chains_entries(
         self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    ) -> list[FeedEntry]: ...
+
+
+class PagedScopeReader(ScopeReader, Protocol):
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
     ) -> list[FeedEntry]: ...
 
 
@@ -146,6 +162,78 @@ async def effective_scope(
             eff.note_missing("identity", did)
     found.extend(identity_ops)
     return eff
+
+
+async def effective_scope_in_pages(
+    reader: PagedScopeReader,
+    scope: Scope,
+    until_seq: int,
+    pause: Pause,
+    found: Callable[[list[FeedEntry]], None] | None = None,
+    page: int = PAGE,
+) -> EffectiveScope:
+    """``effective_scope`` read a page of ops (or of chains) at a time, with
+    ``pause`` awaited between pages, so a large scope leaves the loop free
+    and holds one page of ops at once: the intent's chains, the
+    countersignatures of their ops, the identity chains they depend on.
+    ``found`` is given each page (the scope's items, as ``collect`` gets)."""
+    eff = EffectiveScope.of_intent(scope)
+    needed: set[str] = set()
+    intent = ((scope.dids, _INTENT_DID_KINDS), (scope.content_ids, _CONTENT))
+    for chains, kinds in intent:
+        async for entries in _pages(reader, chains, kinds, until_seq, pause, page):
+            for entry in entries:
+                eff.targets.add(entry.cid)
+                needed |= dependencies(entry)
+            if found is not None:
+                found(entries)
+    # a countersignature's chain is its target's CID
+    targets = sorted(eff.targets)
+    async for entries in _pages(reader, targets, _COUNTERSIGN, until_seq, pause, page):
+        for entry in entries:
+            needed |= dependencies(entry)
+        if found is not None:
+            found(entries)
+    dids = sorted(needed - eff.identities)
+    held: set[str] = set()
+    async for entries in _pages(reader, dids, _IDENTITY, until_seq, pause, page):
+        held.update(entry.chain_id for entry in entries)
+        if found is not None:
+            found(entries)
+    for did in dids:
+        eff.identities.add(did)
+        if did not in held:
+            eff.note_missing("identity", did)
+    return eff
+
+
+async def _pages(
+    reader: PagedScopeReader,
+    chain_ids: Collection[str],
+    kinds: Collection[OperationKind],
+    until_seq: int,
+    pause: Pause,
+    page: int,
+) -> AsyncIterator[list[FeedEntry]]:
+    """The ops of ``chain_ids`` up to ``until_seq``, ``page`` chains and ops
+    at a time, pausing after each full page. The first read is short: it
+    runs before ``pause`` takes a place, in every request at once, and a
+    small scope is read in it alone."""
+    ids = list(chain_ids)
+    limit = min(page, FIRST_PAGE)
+    for at in range(0, len(ids), page):
+        chunk = ids[at : at + page]
+        after = 0
+        while True:
+            entries = await reader.read_chains_entries_after(chunk, kinds, after, until_seq, limit)
+            if entries:
+                yield entries
+            if len(entries) < limit:
+                break
+            after, limit = entries[-1].seq, page
+            await pause()
+        if at + page < len(ids):
+            await pause()  # a page of chains read, even with nothing in them, is a step
 
 
 def bring_forward(eff: EffectiveScope, entries: Iterable[FeedEntry]) -> None:
