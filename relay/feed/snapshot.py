@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from typing import Any
 
 from relay.feed.filters import FeedFilter
@@ -28,6 +28,7 @@ from stores.base import FeedEntry, FeedStore, OperationKind
 PAGE = 500
 LATEST_BEACONS_KEPT = 512  # DIDs whose latest beacon at S one bootstrap remembers
 _BEACONS: tuple[OperationKind, ...] = ("beacon",)
+_COUNTERSIGNS: tuple[OperationKind, ...] = ("countersign",)
 _CHAIN_KINDS: dict[OperationKind, str] = {"identity-op": "identity", "content-op": "content"}
 SLICE_S = 0.005  # a snapshot runs at most about this long between two turns of the loop
 
@@ -58,18 +59,44 @@ async def scoped_snapshot_items(
     store: FeedStore, snapshot_seq: int, eff: EffectiveScope
 ) -> AsyncIterator[dict[str, Any]]:
     """The items of an effective scope, closure first: identity chains, then
-    content chains, beacons and artifacts, then countersignatures."""
+    content chains, beacons and artifacts, then countersignatures (those of
+    a page of targets at a time, in seq order: a scope has a target per op,
+    and a read per target cost a bootstrap a query per op of its scope)."""
     latest = LatestBeacons(store, snapshot_seq)
     slices = Slices()
+    targets: list[str] = []
     for chain_id, kinds in eff.reads():
         await slices.pause_when_due()  # chains with nothing to send cost time too
-        async for root in _roots_of(store, chain_id, kinds, snapshot_seq, slices):
-            if not eff.contains(root.kind, root.chain_id):
+        if kinds == _COUNTERSIGNS:
+            targets.append(chain_id)
+            if len(targets) < PAGE:
                 continue
-            tips = await _tips_of_chains(store, [root], snapshot_seq)
-            item = await _item(store, root, snapshot_seq, latest, tips)
-            if item is not None:
-                yield item
+            roots = _standalone_roots(store, targets, kinds, snapshot_seq, slices)
+            targets = []
+        else:
+            roots = _roots_of(store, chain_id, kinds, snapshot_seq, slices)
+        async for item in _scoped_items(store, roots, snapshot_seq, eff, latest):
+            yield item
+    if targets:
+        roots = _standalone_roots(store, targets, _COUNTERSIGNS, snapshot_seq, slices)
+        async for item in _scoped_items(store, roots, snapshot_seq, eff, latest):
+            yield item
+
+
+async def _scoped_items(
+    store: FeedStore,
+    roots: AsyncIterator[FeedEntry],
+    s: int,
+    eff: EffectiveScope,
+    latest: LatestBeacons,
+) -> AsyncIterator[dict[str, Any]]:
+    async for root in roots:
+        if not eff.contains(root.kind, root.chain_id):
+            continue
+        tips = await _tips_of_chains(store, [root], s)
+        item = await _item(store, root, s, latest, tips)
+        if item is not None:
+            yield item
 
 
 async def _roots_of(
@@ -80,19 +107,33 @@ async def _roots_of(
     slices: Slices,
 ) -> AsyncIterator[FeedEntry]:
     """The ops without a parent among ``chain_id``'s ops of ``kinds`` up to
-    ``s``, in seq order, a page at a time: a chain's genesis alone (its
-    first op: every other op descends from it, so is sequenced after it),
-    then the standalone ops (beacons, artifacts, countersignatures), which
-    are all roots. Never the rest of a chain, however long."""
+    ``s``, in seq order: a chain's genesis alone (its first op: every other
+    op descends from it, so is sequenced after it), then the standalone ops
+    (beacons, artifacts), which are all roots. Never the rest of a chain,
+    however long."""
     for kind in kinds:
         if kind in _CHAIN_KINDS:
             first = await store.read_chains_entries_after((chain_id,), (kind,), 0, s, 1)
             if first and first[0].parent_cid is None:
                 yield first[0]
     standalone = tuple(kind for kind in kinds if kind not in _CHAIN_KINDS)
+    if standalone:
+        async for entry in _standalone_roots(store, (chain_id,), standalone, s, slices):
+            yield entry
+
+
+async def _standalone_roots(
+    store: FeedStore,
+    chain_ids: Collection[str],
+    kinds: tuple[OperationKind, ...],
+    s: int,
+    slices: Slices,
+) -> AsyncIterator[FeedEntry]:
+    """The ops of ``kinds`` (standalone ones: each a root) of ``chain_ids``
+    up to ``s``, in seq order, a page at a time."""
     after = 0
-    while standalone:
-        page = await store.read_chains_entries_after((chain_id,), standalone, after, s, PAGE)
+    while True:
+        page = await store.read_chains_entries_after(chain_ids, kinds, after, s, PAGE)
         for entry in page:
             await slices.pause_when_due()
             yield entry
