@@ -6,9 +6,18 @@ the bootstrap takes and whatever is ingested meanwhile. Items come in
 (createdAt, CID) order of their root op: a chain by its genesis, a beacon
 (only the latest per DID), every artifact and countersignature.
 
+A chain's item reads the chain's tips (``read_chains_tips``, for a page of
+roots at once), never its other ops: what a bootstrap holds does not grow
+with the length of the chains it shows. A scoped one reads a chain's
+genesis and tips, and its standalone ops and countersignatures a page at a
+time.
+
 A snapshot hands the event loop back at least every ``SLICE_S`` (``Slices``):
 neither a memory store's reads nor an SSE send that the socket takes at once
 suspend, so without it one bootstrap held the loop for its whole snapshot.
+A scoped one pauses per chain as well (most of a scope's chains, one per
+countersignature target, send nothing), and its admission reads the scope's
+closure in pages with the same pause (``Feed._admit``).
 """
 
 from __future__ import annotations
