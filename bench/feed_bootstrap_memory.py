@@ -66,6 +66,7 @@ async def run(n_ops: int, subscribers: int, backends: list[str], only: list[str]
         "unscoped": {"mode": "bootstrap"},
         "scoped": {"mode": "bootstrap", "scope": f"{ids['did']},{ids['content']}"},
     }
+    warm = modes["unscoped"]
     modes = {mode: fields for mode, fields in modes.items() if mode in only}
     for backend in backends:
         async with bench_store(backend) as store:
@@ -73,7 +74,7 @@ async def run(n_ops: int, subscribers: int, backends: list[str], only: list[str]
             async with relay.running():
                 for i in range(0, len(tokens), BATCH):
                     await relay.ingest(tokens[i : i + BATCH])
-                await _bootstraps(relay, modes["unscoped"], 1)  # warm caches and pools
+                await _bootstraps(relay, warm, 1)  # warm caches and pools
                 for mode, fields in modes.items():
                     gc.collect()
                     tracemalloc.start()
