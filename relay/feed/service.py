@@ -19,8 +19,9 @@ from relay.feed.errors import FeedBusy, FeedGone, FeedRequestError
 from relay.feed.filters import FeedFilter
 from relay.feed.hub import FeedHub
 from relay.feed.messages import Eose, Event, Events, FeedMessage, Heartbeat, Snapshot, Status
-from relay.feed.snapshot import Slices, scoped_snapshot_items, snapshot_items
+from relay.feed.snapshot import scoped_snapshot_items, snapshot_items
 from relay.feed.tokens import ProgressToken
+from relay.loop_slices import Slices
 from relay.scope import ScopeTracker
 from relay.scope.closure import effective_scope_in_pages
 from stores.base import FeedEntry, FeedStore

@@ -12,7 +12,8 @@ with the length of the chains it shows. A scoped one reads a chain's
 genesis and tips, and its standalone ops and countersignatures a page at a
 time.
 
-A snapshot hands the event loop back at least every ``SLICE_S`` (``Slices``):
+A snapshot hands the event loop back at least every ``SLICE_S``
+(``relay.loop_slices``):
 neither a memory store's reads nor an SSE send that the socket takes at once
 suspend, so without it one bootstrap held the loop for its whole snapshot.
 A scoped one pauses per chain as well (most of a scope's chains, one per
@@ -22,13 +23,12 @@ closure in pages with the same pause (``Feed._admit``).
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection
 from typing import Any
 
 from relay.feed.filters import FeedFilter
+from relay.loop_slices import Slices
 from relay.protocol import ContentState, IdentityState
 from relay.rules.forks import tips_of
 from relay.scope import EffectiveScope
@@ -39,7 +39,6 @@ LATEST_BEACONS_KEPT = 512  # DIDs whose latest beacon at S one bootstrap remembe
 _BEACONS: tuple[OperationKind, ...] = ("beacon",)
 _COUNTERSIGNS: tuple[OperationKind, ...] = ("countersign",)
 _CHAIN_KINDS: dict[OperationKind, str] = {"identity-op": "identity", "content-op": "content"}
-SLICE_S = 0.005  # a snapshot runs at most about this long between two turns of the loop
 
 
 async def snapshot_items(
@@ -163,20 +162,6 @@ async def _tips_of_chains(
             for tip in await store.read_chains_tips(chains, kind, s):
                 tips.setdefault(tip.chain_id, []).append(tip)
     return tips
-
-
-class Slices:
-    """Pauses for the loop's other work, each once ``SLICE_S`` has passed
-    since the last: a clock read per item, a pause only when one is due (a
-    store whose reads suspend anyway pauses a little more often)."""
-
-    def __init__(self) -> None:
-        self._due = time.monotonic() + SLICE_S
-
-    async def pause_when_due(self) -> None:
-        if time.monotonic() >= self._due:
-            await asyncio.sleep(0)
-            self._due = time.monotonic() + SLICE_S
 
 
 class LatestBeacons:
