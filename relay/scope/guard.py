@@ -36,11 +36,13 @@ a peer serving it is rejected for it by the caller.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
+from relay.loop_slices import Slices
 from relay.protocol import ProtocolError, decode_jws
 from relay.rules.claims import claimed_chain
 from relay.rules.classify import classify
@@ -49,10 +51,10 @@ from stores.base import FeedEntry, OperationKind
 
 from .closure import (
     EffectiveScope,
-    ScopeReader,
+    PagedScopeReader,
     bring_forward,
     dependencies,
-    effective_scope,
+    effective_scope_in_pages,
 )
 from .model import Scope
 
@@ -62,7 +64,7 @@ SAMPLE = 5  # CIDs of left-out ops a log line names
 FORWARD_PAGE = 1000  # log entries read at a time when the closure is brought forward
 
 
-class GuardReader(ScopeReader, Protocol):
+class GuardReader(PagedScopeReader, Protocol):
     async def log_length(self) -> int: ...
 
     async def get_feed_epoch(self) -> str: ...
@@ -133,6 +135,7 @@ class ScopeGuard:
         self._owed: set[str] = set()
         self.on_outside = on_outside
         self.rebuilds = 0  # closures computed over the whole scope
+        self._refreshing = asyncio.Lock()  # one refresh at a time: it pauses between pages
 
     def owe(self, dids: Collection[str]) -> None:
         """Identities that ops pulled before wait for in the pending buffer
@@ -197,24 +200,36 @@ class ScopeGuard:
         log committed since, at the cost of that (a batch with an op outside
         the scope must not cost the whole scope: a hostile peer sends many).
         Computed afresh only at first, and after a purge or a reset of the
-        log (its epoch changed or it got shorter), which may renumber it."""
+        log (its epoch changed or it got shorter), which may renumber it.
+        Either way a page of reads at a time, the loop let go between them
+        (a large scope's closure, or a long stretch of the log, is seconds)."""
         if self._eff is not None and not refresh:
             return self._eff
+        async with self._refreshing:
+            if self._eff is not None and not refresh:  # computed while this call waited
+                return self._eff
+            return await self._refresh()
+
+    async def _refresh(self) -> EffectiveScope:
+        slices = Slices()
         epoch = await self._reader.get_feed_epoch()  # read first: a later purge shows next time
         head = await self._reader.log_length()
         if self._eff is None or epoch != self._epoch or head < self._seq:
-            return await self._rebuild(epoch, head)
+            return await self._rebuild(epoch, head, slices)
         while self._seq < head:
             page = await self._reader.read_seq_range(self._seq, head, FORWARD_PAGE)
             if not page:
                 break  # the rest was purged: the next refresh sees the new epoch
             bring_forward(self._eff, page)
             self._seq = page[-1].seq
+            await slices.pause_when_due()
         self._seq = max(self._seq, head)
         return self._eff
 
-    async def _rebuild(self, epoch: str, head: int) -> EffectiveScope:
-        fresh = await effective_scope(self._reader, self.scope, head)
+    async def _rebuild(self, epoch: str, head: int, slices: Slices) -> EffectiveScope:
+        fresh = await effective_scope_in_pages(
+            self._reader, self.scope, head, slices.pause_when_due
+        )
         self.rebuilds += 1
         fresh.identities |= self._owed
         if self._eff is not None:  # what was kept waiting stays in

@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from relay.loop_slices import Slices
 from stores.base import FeedEntry, UnknownCursorError
 
 from .checkpoints import Checkpoint, ClosureCheckpoints, TargetReader, targets_before
-from .closure import EffectiveScope, ScopeReader, effective_scope
+from .closure import EffectiveScope, PagedScopeReader, effective_scope_in_pages
 from .model import Scope
 from .tracker import Admitted, ScopeTracker
 
@@ -30,7 +31,7 @@ READ_PAGE = 500
 CATCH_UP = SCAN_BUDGET  # the longest stretch from a checkpoint worth scanning again
 
 
-class ScopedLogStore(ScopeReader, TargetReader, Protocol):
+class ScopedLogStore(PagedScopeReader, TargetReader, Protocol):
     async def log_length(self) -> int: ...
     async def get_feed_epoch(self) -> str: ...
     async def read_seq_range(
@@ -97,10 +98,12 @@ async def _closure_at(
     checkpoints: ClosureCheckpoints | None,
 ) -> EffectiveScope:
     """The effective scope as of ``seq``: from a checkpoint at or shortly
-    before it when there is one, else computed from the log."""
+    before it when there is one, else computed from the log a page at a
+    time, the loop let go between pages (a large scope's closure is seconds
+    of reads and decoding, and a page request must not hold every other)."""
     checkpoint = None if checkpoints is None else checkpoints.nearest(epoch, scope.scope_id, seq)
     if checkpoint is None or seq - checkpoint.seq > CATCH_UP:
-        return await effective_scope(store, scope, seq)
+        return await effective_scope_in_pages(store, scope, seq, Slices().pause_when_due)
     tracker = ScopeTracker(store, EffectiveScope.of_intent(scope))
     checkpoint.resume(tracker.effective)
     position = checkpoint.seq

@@ -27,6 +27,19 @@ class CountingStore(MemoryStore):
     ) -> list[FeedEntry]:
         return self._count(await super().read_chains_entries(chain_ids, kinds, until_seq))
 
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+    ) -> list[FeedEntry]:
+        entries = await super().read_chains_entries_after(
+            chain_ids, kinds, after_seq, until_seq, limit
+        )
+        return self._count(entries)
+
     async def read_operations(self, cids: Collection[str]) -> dict[str, OperationRecord]:
         found = await super().read_operations(cids)
         self.rows += len(found)

@@ -99,6 +99,18 @@ class Restored:
     ) -> list[FeedEntry]:
         return await self.store.read_chains_entries(chain_ids, kinds, until_seq)
 
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+    ) -> list[FeedEntry]:
+        return await self.store.read_chains_entries_after(
+            chain_ids, kinds, after_seq, until_seq, limit
+        )
+
 
 async def test_a_log_of_a_new_epoch_has_the_closure_computed_afresh() -> None:
     """Same length, other ops at the end: only the epoch tells the guard
