@@ -131,37 +131,21 @@ def _credential_issuer(token: str) -> str | None:
 
 
 async def effective_scope(
-    reader: ScopeReader,
+    reader: PagedScopeReader,
     scope: Scope,
     until_seq: int,
     collect: list[FeedEntry] | None = None,
 ) -> EffectiveScope:
-    """The effective scope of ``scope`` over the log up to ``until_seq``;
+    """The effective scope of ``scope`` over the log up to ``until_seq``,
+    without pauses (for callers off the relay's loop: tools, benches);
     every entry it holds is appended to ``collect`` when given (the reads
     that find the closure are exactly the scope's items)."""
-    eff = EffectiveScope.of_intent(scope)
-    found = collect if collect is not None else []
-    entries = await reader.read_chains_entries(scope.dids, _INTENT_DID_KINDS, until_seq)
-    entries += await reader.read_chains_entries(scope.content_ids, _CONTENT, until_seq)
-    found.extend(entries)
-    needed: set[str] = set()
-    for entry in entries:
-        eff.targets.add(entry.cid)
-        needed |= dependencies(entry)
-    # a countersignature's chain is its target's CID: one read for every target
-    targets = [entry.cid for entry in entries]
-    for countersign in await reader.read_chains_entries(targets, _COUNTERSIGN, until_seq):
-        found.append(countersign)
-        needed |= dependencies(countersign)
-    dids = sorted(needed - eff.identities)
-    identity_ops = await reader.read_chains_entries(dids, _IDENTITY, until_seq)
-    held = {entry.chain_id for entry in identity_ops}
-    for did in dids:
-        eff.identities.add(did)
-        if did not in held:
-            eff.note_missing("identity", did)
-    found.extend(identity_ops)
-    return eff
+    found = None if collect is None else collect.extend
+    return await effective_scope_in_pages(reader, scope, until_seq, _no_pause, found)
+
+
+async def _no_pause() -> None:
+    return None
 
 
 async def effective_scope_in_pages(
