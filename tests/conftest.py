@@ -11,7 +11,18 @@ import pytest
 from relay import Relay, create_relay
 from stores.base import RelayStore
 from tests.support.asgi_client import asgi_client
-from tests.support.backends import make_store, selected_backends
+from tests.support.backends import make_store, selected_backends, wait_for_schema_drops
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The Postgres test schemas are dropped in the background: the server is
+    left tidy only once the last ones are."""
+    left = wait_for_schema_drops()
+    if left:
+        session.config.issue_config_time_warning(
+            pytest.PytestWarning(f"test schemas left on the Postgres server: {sorted(left)}"),
+            stacklevel=2,
+        )
 
 
 @pytest.fixture(params=selected_backends())

@@ -7,7 +7,8 @@ The relay suite and the store-contract suite run over every backend named in
 - ``sqlite``   a ``SqliteStore`` on a file in the test's ``tmp_path``
 - ``postgres`` a ``PostgresStore`` in a fresh schema of the real server
                (``DFOS_TEST_PG_URL``, default ``postgresql://postgres@127.0.0.1:5432/test``),
-               dropped afterwards
+               dropped afterwards, off the test's path (``tests.support.schema_dropper``;
+               ``wait_for_schema_drops`` at the session's end)
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stores.base import RelayStore
 from stores.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from tests.support.schema_dropper import SchemaDropper
 
 ALL_BACKENDS = ("memory", "sqlite", "postgres")
 PG_URL = os.environ.get("DFOS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -46,14 +51,32 @@ async def drop_pg_schema(schema: str) -> None:
         await conn.close()
 
 
+_dropper: SchemaDropper | None = None
+
+
+def _schema_dropper() -> SchemaDropper:
+    global _dropper
+    if _dropper is None:
+        from tests.support.schema_dropper import SchemaDropper
+
+        _dropper = SchemaDropper(PG_URL)
+    return _dropper
+
+
+def wait_for_schema_drops(timeout_s: float = 120.0) -> set[str]:
+    """Block until every schema ``pg_schema`` gave is dropped; the ones left."""
+    return set() if _dropper is None else _dropper.wait(timeout_s)
+
+
 @asynccontextmanager
 async def pg_schema() -> AsyncIterator[str]:
-    """A fresh schema name on the test server, dropped on exit."""
+    """A fresh schema name on the test server, dropped after exit (queued:
+    the next test does not wait for it)."""
     schema = new_pg_schema()
     try:
         yield schema
     finally:
-        await drop_pg_schema(schema)
+        _schema_dropper().drop_later(schema)
 
 
 @asynccontextmanager
