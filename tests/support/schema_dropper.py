@@ -33,6 +33,11 @@ RETRY_S = 1.0
 # schemas per statement: each drop locks its ~60 objects in the server's lock
 # table, which every session on the server shares
 BATCH_MAX = 8
+VACUUM_EVERY = 100  # schemas dropped between two vacuums of the catalogs
+CATALOGS = (
+    "pg_attribute", "pg_class", "pg_depend", "pg_type", "pg_index", "pg_constraint",
+    "pg_attrdef", "pg_trigger", "pg_sequence", "pg_namespace", "pg_statistic",
+)  # fmt: skip
 
 
 class SchemaDropper:
@@ -65,7 +70,8 @@ class SchemaDropper:
 
     def _run(self) -> None:
         with asyncio.Runner() as runner:
-            conn: Any = None
+            conn: Any = runner.run(self._vacuum(None))
+            since_vacuum = 0
             while True:
                 with self._cond:
                     while not self._queued:
@@ -75,10 +81,27 @@ class SchemaDropper:
                 with self._cond:
                     self._pending.difference_update(set(batch) - set(failed))
                     self._cond.notify_all()
+                since_vacuum += len(batch) - len(failed)
+                if since_vacuum >= VACUUM_EVERY:
+                    conn, since_vacuum = runner.run(self._vacuum(conn)), 0
                 if failed:
                     time.sleep(RETRY_S)
                     with self._cond:
                         self._queued.extend(failed)
+
+    async def _vacuum(self, conn: Any) -> Any:
+        """Vacuum the catalogs the stores' DDL writes: the connection to keep."""
+        tables = ", ".join(f"pg_catalog.{name}" for name in CATALOGS)
+        try:
+            if conn is None or conn.is_closed():
+                conn = await asyncpg.connect(
+                    self._url, server_settings={"lock_timeout": LOCK_TIMEOUT}
+                )
+            await conn.execute(f"VACUUM {tables}")
+        except Exception:  # tidying only: the drops go on without it
+            if conn is not None and conn.is_closed():
+                conn = None
+        return conn
 
     async def _drop(self, conn: Any, batch: list[str]) -> tuple[Any, list[str]]:
         """Drop ``batch`` in one statement, else each schema alone: the
