@@ -1,13 +1,16 @@
 """How long a purge holds up ingestion (``PUT /admin/bans/{did}`` with
 ``"purge": true``).
 
-One DID signs ``--ops`` ops (content chains of 100 ops each, its own);
-another DID posts a beacon every 20 ms (``POST /operations``, in-process)
+One DID signs ``--ops`` ops: content chains of 100 ops each, its own
+(``--shape chains``), or one content chain of all of them (``--shape
+long-chain``: each step rewinds that chain over what remains of it); another
+DID posts a beacon every 20 ms (``POST /operations``, in-process)
 while the purge runs. Prints how long the purge took, how many probe posts
 completed before it ended, and the probes' p50 / max latency.
 
     PYTHONPATH=. .venv/bin/python -m bench.purge_lock --store sqlite --ops 50000
     ... --step-ops 1000000   # the whole purge in one step, as it was before steps
+    ... --shape long-chain --ops 40000
 """
 
 from __future__ import annotations
@@ -31,18 +34,22 @@ CHAIN_OPS = 100
 PROBE_EVERY_S = 0.02
 
 
-def workload(ops: int) -> tuple[list[str], list[str], str]:
+SHAPES = ("chains", "long-chain")
+
+
+def workload(ops: int, shape: str = "chains") -> tuple[list[str], list[str], str]:
     """(setup tokens, probe beacons, the purged DID), cached in bench/out."""
     OUT.mkdir(exist_ok=True)
-    path = OUT / f"purge-{ops}.json"
+    path = OUT / (f"purge-{ops}.json" if shape == "chains" else f"purge-{shape}-{ops}.json")
     if path.exists() and time.time() - path.stat().st_mtime < 20 * 86400:
         setup, probes, did = json.loads(path.read_text())
         return setup, probes, did
     b = WorkloadBuilder(seed=3, start_ms=time.time_ns() // 1_000_000 - 25 * 86_400_000)
     alice, bob = b.identity(), b.identity()
+    chain_ops = CHAIN_OPS if shape == "chains" else ops
     while len(b.tokens) < ops:
         chain = b.content_create(alice)
-        for _ in range(CHAIN_OPS - 1):
+        for _ in range(min(chain_ops, ops - len(b.tokens)) - 1):
             b.content_update(chain, alice)
     setup = list(b.tokens)
     probes = [b.beacon(bob) and b.tokens[-1] for _ in range(2000)]
@@ -50,8 +57,8 @@ def workload(ops: int) -> tuple[list[str], list[str], str]:
     return setup, probes, alice.did
 
 
-async def run(store_name: str, ops: int, step_ops: int) -> dict[str, float]:
-    setup, probes, did = workload(ops)
+async def run(store_name: str, ops: int, step_ops: int, shape: str) -> dict[str, float]:
+    setup, probes, did = workload(ops, shape)
     async with bench_store(store_name) as store:
         relay = create_relay(store, config=RelayConfig(purge_step_ops=step_ops))
         async with relay.running():
@@ -90,9 +97,10 @@ def main() -> None:
     parser.add_argument("--store", choices=("memory", "sqlite", "postgres"), default="sqlite")
     parser.add_argument("--ops", type=int, default=50_000)
     parser.add_argument("--step-ops", type=int, default=DEFAULT_PURGE_STEP_OPS)
+    parser.add_argument("--shape", choices=SHAPES, default="chains")
     args = parser.parse_args()
-    result = asyncio.run(run(args.store, args.ops, args.step_ops))
-    print(args.store, args.ops, f"step {args.step_ops}", result)
+    result = asyncio.run(run(args.store, args.ops, args.step_ops, args.shape))
+    print(args.store, args.ops, args.shape, f"step {args.step_ops}", result)
 
 
 if __name__ == "__main__":
