@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import typing
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Union
 
@@ -332,8 +333,12 @@ def drop_seq(index: MutableMapping[str, ChainSeqs], key: str, seq: int) -> None:
             del index[key]
     elif isinstance(held, tuple):
         index[key] = tuple(s for s in held if s != seq)
-    elif held is not None and seq in held:
-        held.remove(seq)
+    elif held is not None:
+        # ascending: found by bisection, and a purge drops the last first (a
+        # scan per seq made purging a long chain quadratic)
+        at = bisect_left(held, seq)
+        if at < len(held) and held[at] == seq:
+            del held[at]
 
 
 # A target's countersignatures, witness DID -> token. Most targets have one

@@ -123,7 +123,11 @@ def rewound(
     remaining = [o for o in chain_ops if o.cid not in removed]
     if not remaining:
         return None
-    head = max(remaining, key=lambda o: head_key(o.created_at_ms, o.cid))
+    return rewound_to(current, max(remaining, key=lambda o: head_key(o.created_at_ms, o.cid)))
+
+
+def rewound_to(current: ChainRecord, head: OperationRecord) -> ChainRecord:
+    """``current`` with ``head`` (what remains of it that the head rule picks) as its head."""
     state = head.state if head.state is not None else current.state
     return ChainRecord(
         current.chain_id, current.kind, current.genesis_cid, head.cid, head.created_at_ms, state

@@ -38,16 +38,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sortedcontainers import SortedList
+
 from relay.config import DEFAULT_PURGE_STEP_OPS
+from relay.rules.heads import head_key
 from stores.base import FeedEntry, OperationRecord
 from stores.leases import LeaseStore
 from stores.moderation import ModerationBatch, ModerationSession
 
-from .purge import PurgeStore, buffered_by, chain_op, keep_copies, read_closure, rewound
+from .purge import PurgeStore, buffered_by, chain_op, keep_copies, read_closure, rewound_to
 
 log = logging.getLogger("dfos_relay.admin")
 
@@ -78,6 +81,34 @@ class PurgeTotals:
     steps: int = 0
 
 
+class _ChainOps:
+    """A touched chain's ops not yet removed, and their head-rule order: a
+    step that takes a chain's head finds the next one without a scan of what
+    remains (a scan per step made a long chain's purge quadratic)."""
+
+    __slots__ = ("by_cid", "_order")
+
+    def __init__(self) -> None:
+        self.by_cid: dict[str, OperationRecord] = {}
+        self._order: SortedList[tuple[int, str]] = SortedList()
+
+    def add(self, op: OperationRecord) -> None:
+        if op.cid not in self.by_cid:
+            self.by_cid[op.cid] = op
+            self._order.add(head_key(op.created_at_ms, op.cid))
+
+    def discard(self, cid: str) -> None:
+        op = self.by_cid.pop(cid, None)
+        if op is not None:
+            self._order.remove(head_key(op.created_at_ms, op.cid))
+
+    def head(self) -> OperationRecord | None:
+        return self.by_cid[self._order[-1][1]] if self._order else None
+
+    def __len__(self) -> int:
+        return len(self.by_cid)
+
+
 @dataclass
 class _Plan:
     did: str
@@ -85,7 +116,7 @@ class _Plan:
     removed: dict[str, OperationRecord]
     doomed: set[str]
     touched: set[str]
-    by_chain: dict[str, dict[str, OperationRecord]]  # touched chains' ops not yet removed
+    by_chain: dict[str, _ChainOps]  # touched chains' ops not yet removed
     seen_seq: int  # every op up to this position was looked at
     queue: list[OperationRecord] = field(default_factory=list)  # next to remove: last
     identity_ops: int = 0  # the queue's first ones
@@ -119,7 +150,7 @@ class _Plan:
         if op.cid in self.removed:
             return False
         if chain_op(op) and op.chain_id in self.touched:
-            self.by_chain.setdefault(op.chain_id, {})[op.cid] = op
+            self.by_chain.setdefault(op.chain_id, _ChainOps()).add(op)
         mine = op.author_did == self.did
         if chain_op(op) and mine and op.chain_id not in self.touched:
             return True  # a chain the plan never read: the caller reads it (rare)
@@ -185,9 +216,9 @@ async def finish_purges(
 async def _read_plan(store: SteppedPurgeStore, did: str, at_ms: int) -> _Plan:
     seen = await store.log_length()  # before the reads: later ops are taken in by the steps
     closure = await read_closure(store, did)
-    by_chain: dict[str, dict[str, OperationRecord]] = {}
+    by_chain: dict[str, _ChainOps] = {}
     for op in closure.chain_ops:
-        by_chain.setdefault(op.chain_id, {})[op.cid] = op
+        by_chain.setdefault(op.chain_id, _ChainOps()).add(op)
     plan = _Plan(did, at_ms, closure.removed, closure.doomed, closure.touched, by_chain, seen)
     plan.order()
     return plan
@@ -224,7 +255,9 @@ async def _take_chain(store: SteppedPurgeStore, plan: _Plan, chain_id: str) -> N
     """A chain of the purged DID's that the plan never read (made after it)."""
     plan.touched.add(chain_id)
     ops = [o for o in await store.operations_in_chains([chain_id]) if chain_op(o)]
-    plan.by_chain[chain_id] = {o.cid: o for o in ops}
+    plan.by_chain[chain_id] = chain = _ChainOps()
+    for op in ops:
+        chain.add(op)
     for op in ops:
         created = op.parent_cid is None and op.author_did == plan.did and op.kind == "content-op"
         if created:
@@ -267,26 +300,16 @@ async def _rewind(
     """Chains whose head leaves in this step: rewound to what remains, or,
     when nothing remains of a doomed chain, removed."""
     chain_ids = {op.chain_id for op in batch.operations if chain_op(op)}
-    for chain_id in chain_ids:
-        ops = plan.by_chain.get(chain_id, {})
-        for cid in leaving & ops.keys():
-            del ops[cid]
+    for op in batch.operations:
+        if (ops := plan.by_chain.get(op.chain_id)) is not None:
+            ops.discard(op.cid)
     current = await session.get_chains(chain_ids)
     for chain_id in sorted(chain_ids):
-        ops = plan.by_chain.get(chain_id, {})
+        ops = plan.by_chain.get(chain_id)
         if not ops and chain_id in plan.doomed:
             batch.chains_removed.add(chain_id)
             continue
-        head = rewound(current.get(chain_id), ops.values(), _Either(leaving, plan.gone))
-        if head is not None:
-            batch.chains_rewound.append(head)
-
-
-class _Either(Container[str]):
-    """The CIDs leaving in this step or gone before it (no union copied per step)."""
-
-    def __init__(self, leaving: set[str], gone: set[str]) -> None:
-        self._leaving, self._gone = leaving, gone
-
-    def __contains__(self, cid: object) -> bool:
-        return cid in self._leaving or cid in self._gone
+        chain, head = current.get(chain_id), ops.head() if ops else None
+        gone = chain is not None and (chain.head_cid in leaving or chain.head_cid in plan.gone)
+        if chain is not None and head is not None and gone:
+            batch.chains_rewound.append(rewound_to(chain, head))

@@ -5,49 +5,16 @@ them (4000 such chains: 0.74 s under the lock; 16000: about 12 s)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from relay import create_relay
 from relay.admin.purge import plan_purge
 from relay.rules.outcomes import Status
 from relay.testing.workload import DAY_MS, WorkloadBuilder
-from stores.base import OperationRecord
 from stores.memory import MemoryStore
+from tests.support.counting_ops import CountedOp, CountingStore
 
 CHAINS = 200
-
-
-class CountedOp:
-    """An op a store read answered, counting every look at its chain."""
-
-    looks = 0
-
-    def __init__(self, op: OperationRecord) -> None:
-        self._op = op
-
-    @property
-    def chain_id(self) -> str:
-        CountedOp.looks += 1
-        return self._op.chain_id
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._op, name)
-
-
-class CountingStore:
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self.read = 0
-
-    async def operations_in_chains(self, chain_ids: Collection[str]) -> list[CountedOp]:
-        ops = [CountedOp(op) for op in await self._store.operations_in_chains(chain_ids)]
-        self.read += len(ops)
-        return ops
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
 
 
 async def test_a_purge_looks_at_each_op_of_the_chains_it_rewinds_a_bounded_number_of_times(
@@ -63,10 +30,10 @@ async def test_a_purge_looks_at_each_op_of_the_chains_it_rewinds_a_bounded_numbe
     async with relay.running():
         assert {r.status for r in await relay.ingest(b.tokens)} == {Status.NEW}
     counting = CountingStore(store)
-    CountedOp.looks = 0
 
     batch = await plan_purge(counting, alice.did, 1_700_000_000_000)  # type: ignore[arg-type]
 
     assert len(batch.chains_rewound) == CHAINS
     assert counting.read >= 2 * CHAINS
-    assert CountedOp.looks <= 8 * counting.read, (CountedOp.looks, counting.read)
+    looks = CountedOp.looks["chain_id"]
+    assert looks <= 8 * counting.read, (looks, counting.read)
