@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -61,7 +61,7 @@ from stores.postgres_lease import AdvisoryLease
 from stores.postgres_listen import APPLICATION_NAME, CommitListener
 from stores.postgres_server_start import Known, check_server_start
 from stores.sql.audit import SqlAuditSnapshot
-from stores.sql.conn import Conn
+from stores.sql.conn import Conn, PagedConn
 from stores.sql.dialect import POSTGRES
 from stores.sql.rows import Row
 from stores.sql.schema import READ_VERSION, VERSION_TABLE, pending_migrations
@@ -146,6 +146,21 @@ class _PgConn:
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         with _as_store_errors():
             return list(await self.conn.fetch(sql, *params))
+
+    async def fetch_pages(
+        self, sql: str, params: Sequence[Any], size: int
+    ) -> AsyncGenerator[list[Row], None]:
+        # a server-side cursor (it needs a transaction): one statement, read
+        # ``size`` rows a round trip, not the whole answer decoded at once
+        with _as_store_errors():
+            async with self.conn.transaction(readonly=True):
+                cursor = await self.conn.cursor(sql, *params)
+                while True:
+                    rows = await cursor.fetch(size)
+                    if rows:
+                        yield list(rows)
+                    if len(rows) < size:
+                        return
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with _as_store_errors():
@@ -337,8 +352,11 @@ class PostgresStore(SqlStore):
             raise StoreError(f"Postgres store {_where(self.dsn)} is not open")
         return self._pool
 
+    def _reading(self) -> AbstractAsyncContextManager[Conn]:
+        return self._paged_reading()
+
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[Conn]:
+    async def _paged_reading(self) -> AsyncIterator[PagedConn]:
         async with _connection(self._live_pool()) as raw:
             yield _PgConn(raw)
 

@@ -32,8 +32,8 @@ import itertools
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from stores.epoch import new_epoch
 from stores.leases import HandedOut, Lease, check_lease_name
 from stores.sql import rows as R
 from stores.sql.audit import SqlAuditSnapshot
-from stores.sql.conn import Conn
+from stores.sql.conn import Conn, PagedConn
 from stores.sql.dialect import SQLITE
 from stores.sql.queries import Queries
 from stores.sql.rows import Row
@@ -116,6 +116,22 @@ class _SqliteConn:
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return list(await self._hop(_fetchall, self.db._conn, sql, params))
 
+    async def fetch_pages(
+        self, sql: str, params: Sequence[Any], size: int
+    ) -> AsyncGenerator[list[Row], None]:
+        # one statement stepped a page per hop: other reads on this
+        # connection run between pages, on cursors of their own
+        cursor = await self._hop(_cursor, self.db._conn, sql, params)
+        try:
+            while True:
+                rows = await self._hop(cursor.fetchmany, size)
+                if rows:
+                    yield rows
+                if len(rows) < size:
+                    return
+        finally:
+            await self._hop(cursor.close)
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         if self._deferred is not None:
             self._deferred.append((sql, params, False))
@@ -151,6 +167,10 @@ class _SqliteConn:
 
 def _fetchall(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
     return db.execute(sql, params).fetchall()
+
+
+def _cursor(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+    return db.execute(sql, params)
 
 
 def _rollback(db: sqlite3.Connection) -> None:
@@ -344,8 +364,11 @@ class SqliteStore(SqlStore):
             raise StoreError(f"SQLite store {self.path} is not open")
         return self._writer
 
+    def _reading(self) -> AbstractAsyncContextManager[Conn]:
+        return self._paged_reading()
+
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[Conn]:
+    async def _paged_reading(self) -> AsyncIterator[PagedConn]:
         if not self._readers:
             raise StoreError(f"SQLite store {self.path} is not open")
         yield self._readers[next(self._rr) % len(self._readers)]

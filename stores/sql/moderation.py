@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from stores.base import OperationKind, OperationRecord
 from stores.epoch import new_epoch
 from stores.moderation import BanChanges, BanRecord, ModerationBatch, PurgedOperation
 from stores.sql import rows as R
-from stores.sql.conn import Conn
+from stores.sql.conn import Conn, PagedConn
 from stores.sql.dialect import Dialect
 from stores.sql.queries import OP_COLS, Queries
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from stores.sql.session import SqlSession
 
 PURGED_COLS = "pos, cid, kind, chain_id, author_did, purged_did, purged_at_ms"
-DECODE_SLICE = 5000  # op rows decoded between two yields to the event loop
+PLAN_PAGE = 2000  # op rows read from the driver, and decoded, between two yields to the loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +136,17 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
     return dropped
 
 
-async def _op_records(rows: Sequence[R.Row]) -> list[OperationRecord]:
-    """Rows decoded a slice at a time, the loop let go in between: a purge
-    plan reads every op of a DID (150 000: over a second of decoding)."""
+async def _op_records(
+    reading: AbstractAsyncContextManager[PagedConn], sql: str, params: Sequence[Any]
+) -> list[OperationRecord]:
+    """Rows read and decoded a page at a time, the loop let go in between: a
+    purge plan reads every op of a DID (150 000: over a second of decoding,
+    and on Postgres all of them decoded by the driver in one go)."""
     records: list[OperationRecord] = []
-    for start in range(0, len(rows), DECODE_SLICE):
-        records += [R.op_record(r) for r in rows[start : start + DECODE_SLICE]]
-        await asyncio.sleep(0)
+    async with reading as conn, aclosing(conn.fetch_pages(sql, params, PLAN_PAGE)) as pages:
+        async for rows in pages:
+            records += [R.op_record(r) for r in rows]
+            await asyncio.sleep(0)
     return records
 
 
@@ -155,6 +159,9 @@ class SqlModeration:
         raise NotImplementedError
 
     def _writing(self) -> AbstractAsyncContextManager[Conn]:
+        raise NotImplementedError
+
+    def _paged_reading(self) -> AbstractAsyncContextManager[PagedConn]:
         raise NotImplementedError
 
     def sequencing(self) -> AbstractAsyncContextManager[SqlSession]:
@@ -228,16 +235,14 @@ class SqlModeration:
         return {r[0]: int(r[1]) for r in rows}
 
     async def operations_signed_by(self, did: str) -> list[OperationRecord]:
-        async with self._reading() as conn:
-            rows = await conn.fetch(self._mq.signed_by, (did,))
-        return await _op_records(rows)
+        return await _op_records(self._paged_reading(), self._mq.signed_by, (did,))
 
     async def operations_in_chains(self, chain_ids: Collection[str]) -> list[OperationRecord]:
         if not chain_ids:
             return []
-        async with self._reading() as conn:
-            rows = await conn.fetch(self._mq.in_chains, (self._d.lst(chain_ids),))
-        return await _op_records(rows)
+        return await _op_records(
+            self._paged_reading(), self._mq.in_chains, (self._d.lst(chain_ids),)
+        )
 
     @asynccontextmanager
     async def moderating(self) -> AsyncIterator[SqlSession]:
