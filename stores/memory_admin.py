@@ -160,6 +160,7 @@ class MemoryAdmin:
         for chain_id in batch.chains_removed:
             self._chains.pop(chain_id, None)
         self._chains.update({c.chain_id: self._interner.chain(c) for c in batch.chains_rewound})
+        self._drop_keys(batch.keys_removed)
         for did in batch.dids_removed:
             self._keys.pop(did, None)
             self._beacons.pop(did, None)
@@ -182,6 +183,20 @@ class MemoryAdmin:
         if batch.purge_done:
             self._under_way.pop(batch.purged_did, None)
         return dropped
+
+    def _drop_keys(self, keys: Collection[IdentityKeyRecord]) -> None:
+        gone: dict[str, set[IdentityKeyRecord]] = {}
+        for key in keys:
+            gone.setdefault(key.did, set()).add(key)
+        for did, dropped in gone.items():
+            held = list(self._keys.get(did, ()))
+            while held and held[-1] in dropped:  # a purge drops the newest: no scan
+                dropped.discard(held.pop())
+            kept = tuple(k for k in held if k not in dropped) if dropped else tuple(held)
+            if kept:
+                self._keys[did] = kept
+            else:
+                self._keys.pop(did, None)
 
     def _remove_op(self, op: OperationRecord, batch: ModerationBatch) -> None:
         seq = self._ops.seq_of.get(op.cid)

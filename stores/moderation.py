@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from stores.base import ChainRecord, OperationKind, OperationRecord
+    from stores.base import ChainRecord, IdentityKeyRecord, OperationKind, OperationRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,9 @@ class ModerationBatch:
     # a later step removes, so they go first); the purge of ``purged_did`` is
     # recorded under way (``purge_under_way``), or no longer (``purge_done``)
     blob_creators: set[str] = field(default_factory=set)
+    # a step that removes identity ops: the key rows no op left holds go
+    # (the whole identity, keys and all, can take many steps)
+    keys_removed: set[IdentityKeyRecord] = field(default_factory=set)
     purge_under_way: bool = False
     purge_done: bool = False
     # a middle step of a purge keeps the epoch: its first step told followers
@@ -110,6 +113,7 @@ class ModerationBatch:
         return not (
             self.operations
             or self.blob_creators
+            or self.keys_removed
             or self.purge_under_way
             or self.purge_done
             or self.chains_removed

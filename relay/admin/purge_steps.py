@@ -5,18 +5,25 @@ whole purge (``--purge-step-ops``).
 The plan (``relay.admin.purge``) is read once, outside the lock. Each step,
 under the lock, first takes in what was sequenced since the plan was read
 (an op that hangs off a removed op, in a doomed chain, or signed by the
-purged DID joins the plan), then removes the next ops in this order:
+purged DID joins the plan), then removes the next ``step_ops`` ops in this
+order:
 
 1. every op but the DID's beacons and identity ops, highest seq first: an
    op's dependents (children, countersignatures) are sequenced after it, so
    what remains always hangs off ops that remain;
 2. its beacons, oldest first: the beacon row keeps naming the newest;
-3. its identity chain, with its keys and beacon row, in the last step.
+3. its identity chain, highest seq first, each step dropping the key rows
+   no identity op left holds; the last step takes its keys and beacon row.
+
+It also drops at most ``step_ops`` of the DID's buffered ops (read outside
+the lock). No step does more: the last one neither takes the rest of the identity
+chain at once nor reads the whole buffer under the lock.
 
 Every step is one transaction that leaves the store as ``verify-store``
 wants it: a chain that lost its head is rewound to the head rule over what
-remains (a doomed chain too, until its last op goes with its row), the
-DID's blobs go in the first step. The first step records the purge as under
+remains (a doomed chain too, until its last op goes with its row; the next
+head is kept ordered, not found by a scan per step), the DID's blobs go in
+the first step. The first step records the purge as under
 way and the last one clears it, so a crash in between leaves the steps done
 (recorded as purged, as any purge) and the record: the next start finishes
 it (``finish_purges``), planning again from what remains, which is exactly
@@ -37,7 +44,9 @@ so two of them never step the same plan.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -45,8 +54,9 @@ from typing import Protocol
 from sortedcontainers import SortedList
 
 from relay.config import DEFAULT_PURGE_STEP_OPS
+from relay.protocol import IdentityState
 from relay.rules.heads import head_key
-from stores.base import FeedEntry, OperationRecord
+from stores.base import FeedEntry, IdentityKeyRecord, OperationRecord
 from stores.leases import LeaseStore
 from stores.moderation import ModerationBatch, ModerationSession
 
@@ -86,27 +96,47 @@ class _ChainOps:
     step that takes a chain's head finds the next one without a scan of what
     remains (a scan per step made a long chain's purge quadratic)."""
 
-    __slots__ = ("by_cid", "_order")
+    __slots__ = ("_keys", "_order", "by_cid")
 
     def __init__(self) -> None:
         self.by_cid: dict[str, OperationRecord] = {}
         self._order: SortedList[tuple[int, str]] = SortedList()
+        # an identity chain's: how many of the ops left hold each key
+        self._keys: Counter[IdentityKeyRecord] = Counter()
 
     def add(self, op: OperationRecord) -> None:
         if op.cid not in self.by_cid:
             self.by_cid[op.cid] = op
             self._order.add(head_key(op.created_at_ms, op.cid))
+            self._keys.update(_keys_of(op))
 
-    def discard(self, cid: str) -> None:
+    def discard(self, cid: str) -> set[IdentityKeyRecord]:
+        """Remove ``cid``; the keys no op left holds (an identity op's)."""
         op = self.by_cid.pop(cid, None)
-        if op is not None:
-            self._order.remove(head_key(op.created_at_ms, op.cid))
+        if op is None:
+            return set()
+        self._order.remove(head_key(op.created_at_ms, op.cid))
+        unheld = set()
+        for key in _keys_of(op):
+            self._keys[key] -= 1
+            if self._keys[key] <= 0:
+                del self._keys[key]
+                unheld.add(key)
+        return unheld
 
     def head(self) -> OperationRecord | None:
         return self.by_cid[self._order[-1][1]] if self._order else None
 
     def __len__(self) -> int:
         return len(self.by_cid)
+
+
+def _keys_of(op: OperationRecord) -> set[IdentityKeyRecord]:
+    """The key rows of an identity op's state (each key of its chain's index)."""
+    if op.kind != "identity-op" or op.state is None:
+        return set()
+    keys = IdentityState.from_record(op.state).all_keys()
+    return {IdentityKeyRecord(op.chain_id, k.id, k.public_key_multibase) for k in keys}
 
 
 @dataclass
@@ -119,8 +149,9 @@ class _Plan:
     by_chain: dict[str, _ChainOps]  # touched chains' ops not yet removed
     seen_seq: int  # every op up to this position was looked at
     queue: list[OperationRecord] = field(default_factory=list)  # next to remove: last
-    identity_ops: int = 0  # the queue's first ones
     gone: set[str] = field(default_factory=set)
+    raw: dict[str, None] = field(default_factory=dict)  # its buffered ops left to drop
+    chains_gone: set[str] = field(default_factory=set)
 
     def order(self) -> None:
         self.queue = sorted(
@@ -128,15 +159,15 @@ class _Plan:
             key=self._key,
             reverse=True,
         )
-        self.identity_ops = sum(1 for op in self.queue if self._key(op)[0] == 2)
 
     def next_chunk(self, step_ops: int) -> list[OperationRecord]:
-        """The ops the next step removes: the last ``step_ops`` of the queue, or
-        the whole rest once that would reach into the identity chain (which
-        goes in one step with its keys: a key row must be of a state in the log)."""
-        if len(self.queue) - step_ops <= self.identity_ops:
-            return list(self.queue)
+        """The ops the next step removes: the last ``step_ops`` of the queue
+        (the identity chain too: a step drops the key rows no op left holds)."""
         return self.queue[-step_ops:]
+
+    def next_raw(self, step_ops: int) -> list[str]:
+        """The buffered ops the next step drops."""
+        return list(itertools.islice(self.raw, step_ops))
 
     def _key(self, op: OperationRecord) -> tuple[int, int, str]:
         if op.chain_id == self.did and op.kind == "identity-op":
@@ -214,6 +245,8 @@ async def finish_purges(
 
 
 async def _read_plan(store: SteppedPurgeStore, did: str, at_ms: int) -> _Plan:
+    async with store.moderating() as session:  # a session begun before the ban has ended
+        await session.apply_moderation(ModerationBatch())
     seen = await store.log_length()  # before the reads: later ops are taken in by the steps
     closure = await read_closure(store, did)
     by_chain: dict[str, _ChainOps] = {}
@@ -221,6 +254,7 @@ async def _read_plan(store: SteppedPurgeStore, did: str, at_ms: int) -> _Plan:
         by_chain.setdefault(op.chain_id, _ChainOps()).add(op)
     plan = _Plan(did, at_ms, closure.removed, closure.doomed, closure.touched, by_chain, seen)
     plan.order()
+    await _read_buffered(store, plan)
     return plan
 
 
@@ -267,31 +301,46 @@ async def _take_chain(store: SteppedPurgeStore, plan: _Plan, chain_id: str) -> N
 
 async def _step(store: SteppedPurgeStore, plan: _Plan, totals: PurgeTotals, step_ops: int) -> bool:
     """One locked step; True when it was the last."""
+    scanned = len(plan.queue) <= step_ops and len(plan.raw) <= step_ops
+    if scanned:  # it may be the last: the buffer is read before the lock, not under it
+        await _read_buffered(store, plan)
     async with store.moderating() as session:
         await _catch_up(store, session, plan)
-        chunk = plan.next_chunk(step_ops)
-        last = len(chunk) == len(plan.queue)
-        batch = ModerationBatch(plan.did, plan.at_ms, operations=chunk)
+        chunk, raw = plan.next_chunk(step_ops), plan.next_raw(step_ops)
+        last = scanned and len(chunk) == len(plan.queue) and len(raw) == len(plan.raw)
+        batch = ModerationBatch(plan.did, plan.at_ms, operations=chunk, raw_cids=set(raw))
         batch.purge_under_way = totals.steps == 0
         batch.keep_epoch = totals.steps > 0 and not last and bool(totals.operations)
         batch.blob_creators = {plan.did} if totals.steps == 0 else set()
         leaving = {op.cid for op in chunk}
         await _rewind(session, plan, batch, leaving)
+        await keep_copies(store, batch, plan.did)
         if last:
             batch.dids_removed = {plan.did}
-            batch.chains_removed |= {c for c in plan.doomed if not plan.by_chain.get(c)}
-            batch.raw_cids = await buffered_by(store, plan.did)
-            await keep_copies(store, batch, plan.did)
+            left = {c for c in plan.doomed if not plan.by_chain.get(c)} - plan.chains_gone
+            batch.chains_removed |= left
             batch.purge_done = True
         totals.buffered_dropped += await session.apply_moderation(batch)
     del plan.queue[len(plan.queue) - len(chunk) :]
+    for cid in raw:
+        del plan.raw[cid]
     plan.gone |= leaving
+    plan.chains_gone |= batch.chains_removed
     totals.operations += chunk
     totals.chains_removed |= batch.chains_removed
     totals.chains_rewound |= {c.chain_id for c in batch.chains_rewound}
     totals.chains_rewound -= totals.chains_removed
     totals.steps += 1
     return last
+
+
+async def _read_buffered(store: SteppedPurgeStore, plan: _Plan) -> None:
+    """The DID's buffered ops, read outside the lock (a read of the whole
+    buffer): none is buffered once its ban is stored and every sequencing
+    session begun before has ended (they read the bans under the lock); a
+    step drops at most ``step_ops`` of them."""
+    for cid in sorted(await buffered_by(store, plan.did)):
+        plan.raw.setdefault(cid, None)
 
 
 async def _rewind(
@@ -302,7 +351,7 @@ async def _rewind(
     chain_ids = {op.chain_id for op in batch.operations if chain_op(op)}
     for op in batch.operations:
         if (ops := plan.by_chain.get(op.chain_id)) is not None:
-            ops.discard(op.cid)
+            batch.keys_removed |= ops.discard(op.cid)
     current = await session.get_chains(chain_ids)
     for chain_id in sorted(chain_ids):
         ops = plan.by_chain.get(chain_id)

@@ -75,6 +75,7 @@ class ModerationQueries:
     delete_beacons_of_ops: str = "DELETE FROM beacons WHERE cid {IN}"
     delete_chains: str = "DELETE FROM chains WHERE chain_id {IN}"
     delete_keys: str = "DELETE FROM identity_keys WHERE did {IN}"
+    delete_key: str = "DELETE FROM identity_keys WHERE did = ? AND key_id = ? AND multibase = ?"
     delete_beacons: str = "DELETE FROM beacons WHERE did {IN}"
     delete_blobs: str = "DELETE FROM blobs WHERE creator_did {IN}"
     # only ops still unsequenced leave the buffer (a sequenced one is not buffered)
@@ -118,6 +119,9 @@ async def write_moderation(conn: Conn, q: Queries, d: Dialect, batch: Moderation
         await conn.execute(mq.delete_chains, (d.lst(batch.chains_removed),))
     if batch.chains_rewound:
         await conn.executemany(q.upsert_chain, [R.chain_row(c) for c in batch.chains_rewound])
+    if batch.keys_removed:
+        keys = sorted((k.did, k.key_id, k.public_key_multibase) for k in batch.keys_removed)
+        await conn.executemany(mq.delete_key, keys)
     if batch.dids_removed:
         for sql in (mq.delete_keys, mq.delete_beacons, mq.delete_blobs):
             await conn.execute(sql, (d.lst(batch.dids_removed),))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection
-from typing import Any
+from typing import Any, ClassVar
 
 from stores.base import OperationRecord
 
@@ -15,7 +15,7 @@ WATCHED = ("cid", "chain_id")
 class CountedOp:
     """An op a store read answered, counting every look at its CID and chain."""
 
-    looks: Counter[str] = Counter()
+    looks: ClassVar[Counter[str]] = Counter()
 
     def __init__(self, op: OperationRecord) -> None:
         self._op = op
