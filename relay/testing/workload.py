@@ -201,6 +201,17 @@ class WorkloadBuilder:
             chain.head_cid, chain.head_ms = cid, ms
         return cid
 
+    def long_chains(self, length: int) -> tuple[Actor, ContentHandle]:
+        """An identity of ``length`` ops and a content chain of ``length`` ops
+        it created: what a read must not hold whole, or in one go."""
+        actor = self.identity()
+        for _ in range(length - 1):
+            self.rotate(actor)
+        chain = self.content_create(actor)
+        while len(chain.ops) < length:
+            self.content_update(chain)
+        return actor, chain
+
     def write_credential(
         self, creator: Actor, delegate: Actor, content_id: str | None = None
     ) -> str:

@@ -76,12 +76,7 @@ def _long_chains() -> tuple[tuple[str, ...], str, str]:
     """An identity of ``LONG`` ops and a content chain of ``LONG`` ops, with
     mixed ops beside them: the tokens, the DID and the contentId."""
     b = WorkloadBuilder(seed=5, start_ms=PAST_MS - 10**9, step_ms=10)
-    alice = b.identity()
-    for _ in range(LONG - 1):
-        b.rotate(alice)
-    chain = b.content_create(alice)
-    while len(chain.ops) < LONG:
-        b.content_update(chain)
+    alice, chain = b.long_chains(LONG)
     tokens = (*b.tokens, *mixed_workload(OPS // 2, seed=17, now_ms=PAST_MS))
     return tokens, alice.did, chain.content_id
 

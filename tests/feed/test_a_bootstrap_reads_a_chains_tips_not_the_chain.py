@@ -53,19 +53,6 @@ class ChainCountingStore(CountingStore):
     ) -> list[FeedEntry]:
         return self._count(await super().read_chains_tips(chain_ids, kind, until_seq))
 
-    async def read_chains_entries_after(
-        self,
-        chain_ids: Collection[str],
-        kinds: Collection[OperationKind],
-        after_seq: int,
-        until_seq: int,
-        limit: int,
-    ) -> list[FeedEntry]:
-        found = await super().read_chains_entries_after(
-            chain_ids, kinds, after_seq, until_seq, limit
-        )
-        return self._count(found)
-
 
 async def snapshot_rows(
     n: int, scoped: bool
@@ -74,12 +61,7 @@ async def snapshot_rows(
     and a content chain of ``n`` ops forked in its middle, its items, and the
     seqs of the two chains' last ops."""
     b = WorkloadBuilder(seed=n, start_ms=PAST_MS)
-    alice = b.identity()
-    for _ in range(n - 1):
-        b.rotate(alice)
-    chain = b.content_create(alice)
-    while len(chain.ops) < n:
-        b.content_update(chain)
+    alice, chain = b.long_chains(n)
     b.content_update(chain, parent=chain.ops[n // 2])
     store = ChainCountingStore()
     relay = create_relay(store)

@@ -25,12 +25,7 @@ def _long_chains() -> tuple[list[str], Scope, str]:
     """An identity and a content chain of ``LONG`` ops each (the scope),
     and an op of another DID (outside it)."""
     b = WorkloadBuilder(seed=23, start_ms=PAST_MS - 10**9, step_ms=10)
-    alice = b.identity()
-    for _ in range(LONG - 1):
-        b.rotate(alice)
-    chain = b.content_create(alice)
-    while len(chain.ops) < LONG:
-        b.content_update(chain)
+    alice, chain = b.long_chains(LONG)
     held = list(b.tokens)
     b.identity()
     return held, Scope.of([alice.did, chain.content_id]), b.tokens[-1]
