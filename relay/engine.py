@@ -32,8 +32,9 @@ from relay.parse_pool import ParsePool, WaitingLine
 from relay.protocol import Ed25519Keypair, create_auth_token
 from relay.receive_budget import ReceiveBudget
 from relay.reconcile.answers import ParkedAtPeers, TakenAtPeers
+from relay.reconcile.bounds import ReconcileBounds
 from relay.reconcile.index import FingerprintIndex
-from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport, reconcile
+from relay.reconcile.initiator import Direction, ReconcileReport, reconcile
 from relay.reconcile.scoped import ScopedItems
 from relay.reconcile.server import MAX_FETCH_CIDS, MAX_LONG_ROUNDS, Window
 from relay.relay_identity import new_relay_identity

@@ -102,7 +102,7 @@ def _max_ops(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from relay.reconcile.answers import TAKEN_PER_PEER
-    from relay.reconcile.initiator import ReconcileBounds
+    from relay.reconcile.bounds import ReconcileBounds
     from relay.settings import add_serve_arguments
 
     parser = OneLineParser(prog=PROG, description="DFOS web relay")

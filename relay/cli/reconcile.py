@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 
-from relay.reconcile.initiator import Direction, ReconcileBounds, ReconcileReport
+from relay.reconcile.bounds import ReconcileBounds
+from relay.reconcile.initiator import Direction, ReconcileReport
 from relay.reconcile.server import Window
 from relay.scope import Scope
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from relay.reconcile.initiator import ReconcileBounds
+from relay.reconcile.bounds import ReconcileBounds
 from relay.scope import Scope
 
 GOSSIP_BATCH = 100  # openapi.yaml: POST /operations takes at most 100 ops
