@@ -19,12 +19,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from relay.compose import create_relay
-from relay.engine import Relay
 from relay.observability.logging import configure_logging
 from relay.settings import ENV_PREFIX, ServeSettings, SettingsError, parse_settings
 
 if TYPE_CHECKING:
+    from relay.engine import Relay
     from relay.peering.api import PeeringService
     from stores.base import RelayStore
 
@@ -65,11 +64,13 @@ def peering_from_settings(settings: ServeSettings) -> PeeringService | None:
 def relay_from_settings(settings: ServeSettings, *, store_source: str) -> Relay:
     """Compose (no I/O) the relay that ``settings`` describe; a bad store URL
     is blamed on ``store_source`` (the flag or variable it came from)."""
-    return create_relay(
-        store_from_url(settings.store, store_source),
-        config=settings.relay_config(),
-        peering=peering_from_settings(settings),
-    )
+    store = store_from_url(settings.store, store_source)
+    peering = peering_from_settings(settings)
+    # here, not on import, and after a bad store URL has failed: the
+    # commands that only open a store, and usage errors, do not load it
+    from relay.compose import create_relay
+
+    return create_relay(store, config=settings.relay_config(), peering=peering)
 
 
 def create_app(env: Mapping[str, str]) -> Any:

@@ -8,9 +8,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from peer.base import normalize_peer_url
-from peer.feed import FeedClientError, FeedGapError, FollowOptions, follow
-
 
 class FollowError(Exception):
     """One line for the operator."""
@@ -26,6 +23,9 @@ async def follow_command(
     live: bool,
     retries: int | None,
 ) -> int:
+    from peer.base import normalize_peer_url
+    from peer.feed import FeedClientError, FeedGapError, FollowOptions, follow
+
     try:
         url = normalize_peer_url(url)
     except ValueError as exc:

@@ -229,7 +229,6 @@ def _fail(command: str, message: object, status: int) -> int:
 
 def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from relay.asgi import relay_from_settings
-    from relay.cli.serve import ServeError, serve
     from relay.observability.logging import configure_logging
     from relay.settings import ENV_PREFIX, SettingsError, merge_sources, parse_settings
 
@@ -241,6 +240,9 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         relay = relay_from_settings(settings, store_source=store_source)
     except SettingsError as exc:
         return _fail("serve", exc, EXIT_USAGE)
+    # hypercorn once the settings hold: a usage error does not wait for it
+    from relay.cli.serve import ServeError, serve
+
     configure_logging(settings.log_level)
     try:
         return serve(settings, relay.app, raw)

@@ -26,7 +26,6 @@ async def holds_no_store(store: object) -> str | None:
     """Why ``store`` (opened, it would be migrated) holds no relay store yet,
     or None: a command that reads a store (an audit, the ledger) never
     creates one."""
-    from stores.postgres import PostgresStore, quoted_schema
     from stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
@@ -39,6 +38,9 @@ async def holds_no_store(store: object) -> str | None:
         except sqlite3.Error as exc:
             return f"cannot read {store.path} as an SQLite database ({exc})"
         return None if found else f"no relay store in {store.path}"
+    # only now: an SQLite audit does not load the Postgres driver
+    from stores.postgres import PostgresStore, quoted_schema
+
     if isinstance(store, PostgresStore):
         import asyncpg
 
