@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from relay.http.peers import link_json
+from relay.http.wire import link
 from relay.peering.ledger import wall_ms
 from relay.peering.link_merge import merge_out
 from relay.peering.link_view import LinkView, link_view
@@ -86,7 +86,7 @@ def table(views: list[LinkView]) -> str:
 async def peers_command(store_url: str, as_json: bool, *, store_source: str) -> int:
     views = await read_links(store_url, store_source)
     if as_json:
-        print(json.dumps({"links": [link_json(v) for v in views]}))
+        print(json.dumps({"links": [link(v) for v in views]}))
     elif not views:
         print(f"no replication links recorded in {store_url}")
     else:

@@ -9,14 +9,13 @@ caller local). Once administration is configured, every caller needs a
 valid operator token, from loopback too: the operator has a way to
 authenticate, so locality is no longer the test. Anyone else gets a 403.
 
-The link's JSON shape (``link_json``) is also what ``dfos-relay peers
---json`` prints.
+The link's JSON shape (``relay.http.wire.link``) is also what
+``dfos-relay peers --json`` prints.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from relay.limits import client_ip
 from relay.peering.api import PeerState
 from relay.peering.link_view import LinkView
 
+from . import wire
 from .admin import admin_caller
 from .context import relay_of
 from .errors import ApiError
@@ -39,32 +39,6 @@ def is_loopback(address: str | None) -> bool:
         return False
     mapped = getattr(ip, "ipv4_mapped", None)
     return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
-
-
-def iso_ms(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
-
-
-def link_json(view: LinkView) -> dict[str, Any]:
-    r = view.record
-    return {
-        "peer": r.peer_url,
-        "scopeId": r.scope_id,
-        "direction": r.direction,
-        "state": r.state,
-        "receivedToken": r.received_token,
-        "appliedToken": r.applied_token,
-        "pending": list(r.pending_tokens),
-        "lagOps": view.lag_ops,
-        "lagSeconds": None if view.lag_seconds is None else round(view.lag_seconds, 3),
-        "failures": r.failures,
-        "lastSuccessAt": iso_ms(r.last_success_ms),
-        "lastFailureAt": iso_ms(r.last_failure_ms),
-        "lastError": r.last_error,
-        "diagnostics": r.diagnostics,
-    }
 
 
 def peers_json(states: list[PeerState], views: list[LinkView]) -> list[dict[str, Any]]:
@@ -80,7 +54,7 @@ def peers_json(states: list[PeerState], views: list[LinkView]) -> list[dict[str,
     for view in views:
         url = view.record.peer_url
         entry = peers.setdefault(url, {"url": url, "behaviours": [], "links": []})
-        link = link_json(view)
+        link = wire.link(view)
         del link["peer"]
         entry["links"].append(link)
     return list(peers.values())

@@ -4,9 +4,11 @@ here and nowhere else."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from relay.ingest.status import OpStatus, PendingOverview
+from relay.peering.link_view import LinkView
 from relay.protocol import ContentState, IdentityState
 from relay.rules.forks import HEAD_RULE, ChainOp, head_reason
 from relay.rules.outcomes import IngestionResult
@@ -164,4 +166,31 @@ def chain_tips(tips: Sequence[ChainOp]) -> dict[str, Any]:
             {"cid": op.cid, "createdAt": op.created_at_ms, "head": op.cid == head.cid}
             for op in tips
         ],
+    }
+
+
+def iso_ms(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def link(view: LinkView) -> dict[str, Any]:
+    """A replication link, as ``GET /peers`` and ``dfos-relay peers --json`` show it."""
+    r = view.record
+    return {
+        "peer": r.peer_url,
+        "scopeId": r.scope_id,
+        "direction": r.direction,
+        "state": r.state,
+        "receivedToken": r.received_token,
+        "appliedToken": r.applied_token,
+        "pending": list(r.pending_tokens),
+        "lagOps": view.lag_ops,
+        "lagSeconds": None if view.lag_seconds is None else round(view.lag_seconds, 3),
+        "failures": r.failures,
+        "lastSuccessAt": iso_ms(r.last_success_ms),
+        "lastFailureAt": iso_ms(r.last_failure_ms),
+        "lastError": r.last_error,
+        "diagnostics": r.diagnostics,
     }

@@ -2,8 +2,8 @@
 command line imports. The parser (and so ``--help``, ``--version`` and
 every usage error) loads no HTTP client or server, no metrics, database
 driver, Spark or relay engine; a command that only opens a store (``feed
-reset-epoch``, ``verify-store`` on SQLite) loads no HTTP stack, engine or
-Postgres driver.
+reset-epoch``, ``verify-store`` and ``peers`` on SQLite) loads no HTTP
+stack, engine or Postgres driver.
 
 Each command line runs as the console script does, in a fresh interpreter,
 which then writes the names of the modules it loaded."""
@@ -38,9 +38,10 @@ from relay.cli import main
 sys.exit(main())
 """
 
-SERVER_AND_CLIENTS = ("httpx", "starlette", "hypercorn", "prometheus_client", "relay.http",
+SERVER_AND_CLIENTS = ("httpx", "starlette", "hypercorn", "prometheus_client", "relay.http.app",
                       "relay.engine", "relay.compose")  # fmt: skip
 DRIVERS_AND_JOBS = ("asyncpg", "pyspark")
+STORE_COMMANDS = [["verify-store"], ["peers"], ["peers", "--json"]]
 PARSER_ONLY = (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS, "aiosqlite", "relay.reconcile.initiator")
 
 
@@ -68,6 +69,7 @@ def heavy(loaded: set[str], packages: tuple[str, ...]) -> list[str]:
         ["serve", "--help"],
         ["serve", "--port", "-1"],
         ["serve", "--no-such-flag"],
+        ["serve", "--store", "mysql://x"],
         ["reconcile", "--help"],
         ["converge", "--help"],
         ["follow"],
@@ -80,10 +82,13 @@ def test_parsing_a_command_line_loads_no_server_client_driver_or_engine(
     assert heavy(loaded_by(tmp_path, *args), PARSER_ONLY) == []
 
 
-def test_a_command_that_only_opens_a_store_loads_no_http_stack_or_engine(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=" ".join)
+def test_a_command_that_only_opens_a_store_loads_no_http_stack_or_engine(
+    tmp_path: Path, command: list[str]
+) -> None:
     store = f"sqlite:///{tmp_path / 'relay.db'}"
-    reset = loaded_by(tmp_path, "feed", "reset-epoch", "--store", store)
-    audit = loaded_by(tmp_path, "verify-store", "--store", store)
-    assert "aiosqlite" in reset and "aiosqlite" in audit  # they did open it
-    assert heavy(reset, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
-    assert heavy(audit, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
+    created = loaded_by(tmp_path, "feed", "reset-epoch", "--store", store)
+    used = loaded_by(tmp_path, *command, "--store", store)
+    assert "aiosqlite" in created and "aiosqlite" in used  # they did open it
+    assert heavy(created, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
+    assert heavy(used, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
