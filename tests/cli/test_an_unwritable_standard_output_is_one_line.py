@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,14 +51,18 @@ def test_a_store_command_whose_output_cannot_be_written(
     assert "cannot write to standard output: " in line, line
 
 
-@pytest.mark.parametrize("write", [_to_dev_full, _with_stdout_closed], ids=["full", "closed"])
-def test_follow_whose_output_cannot_be_written(write: object) -> None:
+@pytest.fixture(scope="module")
+def relay() -> Iterator[RelayProcess]:
+    """One relay for both ways of failing: follow only reads from it."""
     relay = RelayProcess(["--store", "memory://"])
-    try:
-        args = ["follow", relay.url, "--mode", "bootstrap", "--no-live"]
-        done = write(args)  # type: ignore[operator]
-    finally:
-        relay.stop()
+    yield relay
+    relay.stop()
+
+
+@pytest.mark.parametrize("write", [_to_dev_full, _with_stdout_closed], ids=["full", "closed"])
+def test_follow_whose_output_cannot_be_written(write: object, relay: RelayProcess) -> None:
+    args = ["follow", relay.url, "--mode", "bootstrap", "--no-live"]
+    done = write(args)  # type: ignore[operator]
     line = assert_one_line_failure(done, "follow")
     assert done.returncode == 1
     assert "cannot write to standard output: " in line, line
