@@ -82,13 +82,21 @@ def test_parsing_a_command_line_loads_no_server_client_driver_or_engine(
     assert heavy(loaded_by(tmp_path, *args), PARSER_ONLY) == []
 
 
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An SQLite store made by ``feed reset-epoch``, itself a store-only command."""
+    where = tmp_path_factory.mktemp("store")
+    store = f"sqlite:///{where / 'relay.db'}"
+    created = loaded_by(where, "feed", "reset-epoch", "--store", store)
+    assert "aiosqlite" in created  # it did open it
+    assert heavy(created, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
+    return store
+
+
 @pytest.mark.parametrize("command", STORE_COMMANDS, ids=" ".join)
 def test_a_command_that_only_opens_a_store_loads_no_http_stack_or_engine(
-    tmp_path: Path, command: list[str]
+    tmp_path: Path, sqlite_store: str, command: list[str]
 ) -> None:
-    store = f"sqlite:///{tmp_path / 'relay.db'}"
-    created = loaded_by(tmp_path, "feed", "reset-epoch", "--store", store)
-    used = loaded_by(tmp_path, *command, "--store", store)
-    assert "aiosqlite" in created and "aiosqlite" in used  # they did open it
-    assert heavy(created, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
+    used = loaded_by(tmp_path, *command, "--store", sqlite_store)
+    assert "aiosqlite" in used  # it did open it
     assert heavy(used, (*SERVER_AND_CLIENTS, *DRIVERS_AND_JOBS)) == []
