@@ -24,9 +24,13 @@ _CREATORS = (
 
 # The log's head seq: the highest position given to an op, the purged ones
 # included, so a purge never hands its positions out again (two index reads).
+# The ops are read only above the highest purged position: a purge of the
+# log's tail leaves its rows dead in the index until a VACUUM (Postgres;
+# autovacuum may be off, or a snapshot held keeps them), and a bare MAX(pos)
+# walked every one of them, each step of the purge and each commit after it.
 HEAD_POS = (
-    "(SELECT MAX(p) FROM (SELECT COALESCE(MAX(pos), 0) AS p FROM ops "
-    "UNION ALL SELECT COALESCE(MAX(pos), 0) FROM purged_ops) AS head)"
+    "(SELECT COALESCE((SELECT MAX(pos) FROM ops WHERE pos > purged.top), purged.top) "
+    "FROM (SELECT COALESCE(MAX(pos), 0) AS top FROM purged_ops) AS purged)"
 )
 # what a commit statement answers: the log's head seq after it
 # A waiting op keeps the time it started waiting, except when it is kept
