@@ -47,6 +47,8 @@ Chain history is indexed rows, never a JSON array rewritten per append:
 - ``ban_changes``    the change mark of each DID ever banned (its last ban or
                      unban), written by triggers on ``bans``, and
                      ``ban_change_count`` the mark the last change reached (v14)
+- ``countersigs_cid``, ``beacons_cid`` countersignatures and beacons by their
+                     op's CID (v15): a purge step deletes them by it
 
 ``schema_version`` holds the version. ``pending_migrations`` refuses a
 database newer than this code (never drops or rewrites what it does not know).
@@ -455,6 +457,15 @@ _V14: list[str | Only] = [
     Only("postgres", _v14_pg_trigger("DELETE", "old_rows")),
 ]
 
+# A purge step deletes the countersignatures and beacons of the ops it removes,
+# by the op's CID: without an index each step scanned both tables whole (one
+# row per countersignature, one per DID), so a purge in N steps read them N
+# times.
+_V15 = [
+    "CREATE INDEX countersigs_cid ON countersigs (cid)",
+    "CREATE INDEX beacons_cid ON beacons (cid)",
+]
+
 # version -> statements; append new versions, never edit released ones.
 MIGRATIONS: dict[int, Sequence[str | Only]] = {
     1: _V1,
@@ -471,6 +482,7 @@ MIGRATIONS: dict[int, Sequence[str | Only]] = {
     12: _V12,
     13: _V13,
     14: _V14,
+    15: _V15,
 }
 LATEST_VERSION = max(MIGRATIONS)
 
