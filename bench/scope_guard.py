@@ -91,10 +91,18 @@ class Counted:
     ) -> list[FeedEntry]:
         return self._count(await self.store.read_chain_entries(chain_id, kinds, until_seq))
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
+    async def read_chains_entries_after(
+        self,
+        chain_ids: Collection[str],
+        kinds: Collection[OperationKind],
+        after_seq: int,
+        until_seq: int,
+        limit: int,
     ) -> list[FeedEntry]:
-        return self._count(await self.store.read_chains_entries(chain_ids, kinds, until_seq))
+        found = await self.store.read_chains_entries_after(
+            chain_ids, kinds, after_seq, until_seq, limit
+        )
+        return self._count(found)
 
     def _count(self, entries: list[FeedEntry]) -> list[FeedEntry]:
         self.rows += len(entries)

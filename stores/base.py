@@ -678,13 +678,6 @@ class FeedStore(Protocol):
         """The DID's current beacon (what a bootstrap checks its beacons against)."""
         ...
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        """``read_chain_entries`` of many chains in one read: their ops of one
-        of ``kinds`` with ``seq <= until_seq``, all in seq order."""
-        ...
-
     async def read_chains_entries_after(
         self,
         chain_ids: Collection[str],
@@ -693,9 +686,10 @@ class FeedStore(Protocol):
         until_seq: int,
         limit: int,
     ) -> list[FeedEntry]:
-        """A page of ``read_chains_entries``: the first ``limit`` of those
-        ops with ``after_seq < seq <= until_seq``, in seq order (a large
-        scope is read a page at a time, the loop free between pages)."""
+        """A page of many chains' entries: the first ``limit`` of their ops
+        of one of ``kinds`` with ``after_seq < seq <= until_seq``, in seq
+        order, each once (a large scope is read a page at a time, the loop
+        free between pages)."""
         ...
 
     async def get_feed_epoch(self) -> str:

@@ -330,15 +330,6 @@ class MemoryStore(MemoryAdmin, MemoryLinks, MemoryForks):
         entries = (entry(s) for s in seqs if s <= until_seq and cids[s - 1] is not None)
         return [e for e in entries if e.kind in kinds]
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        out: list[FeedEntry] = []
-        for chain_id in set(chain_ids):
-            out.extend(await self.read_chain_entries(chain_id, kinds, until_seq))
-        out.sort(key=lambda e: e.seq)
-        return out
-
     async def read_chains_entries_after(
         self,
         chain_ids: Collection[str],

@@ -46,10 +46,6 @@ class ScopeReader(Protocol):
         self, chain_id: str, kinds: Collection[OperationKind], until_seq: int
     ) -> list[FeedEntry]: ...
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]: ...
-
 
 class PagedScopeReader(ScopeReader, Protocol):
     async def read_chains_entries_after(

@@ -90,15 +90,7 @@ class Queries:
         f"SELECT {FEED_COLS} FROM ops WHERE chain_id = ? AND kind {{IN}} AND pos <= ? "
         f"AND {STANDALONE_KINDS_SQL} ORDER BY pos"
     )
-    chains_entries: str = (
-        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
-        f"AND {CHAIN_KINDS_SQL} ORDER BY pos"
-    )
-    standalone_chains_entries: str = (
-        f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos <= ? "
-        f"AND {STANDALONE_KINDS_SQL} ORDER BY pos"
-    )
-    # a page of the above: positions in (after, until], at most a limit
+    # a page of many chains' entries: positions in (after, until], at most a limit
     chains_entries_after: str = (
         f"SELECT {FEED_COLS} FROM ops WHERE chain_id {{IN}} AND kind {{IN}} AND pos > ? "
         f"AND pos <= ? AND {CHAIN_KINDS_SQL} ORDER BY pos LIMIT ?"

@@ -39,7 +39,7 @@ from stores.paging import page_after
 from stores.sql import rows as R
 from stores.sql.conn import Conn
 from stores.sql.dialect import Dialect
-from stores.sql.forks import CHAINS_PER_READ, SqlForks
+from stores.sql.forks import SqlForks
 from stores.sql.links import SqlLinks
 from stores.sql.moderation import SqlModeration
 from stores.sql.queries import Queries, pending_summary_sql, render_queries
@@ -48,15 +48,14 @@ _CHAIN_KINDS = frozenset({"identity-op", "content-op"})  # ops_chain_log's kinds
 
 
 def _by_index(
-    q: Queries, kinds: Collection[OperationKind]
-) -> list[tuple[list[OperationKind], tuple[str, str]]]:
-    """``kinds`` split by the partial index that holds them, each with its
-    (one chain, many chains) statement."""
+    kinds: Collection[OperationKind], chained_sql: str, standalone_sql: str
+) -> list[tuple[list[OperationKind], str]]:
+    """``kinds`` split by the partial index that holds them, each with the
+    statement (of the two given) that reads that index."""
     chained = sorted(k for k in set(kinds) if k in _CHAIN_KINDS)
     standalone = sorted(k for k in set(kinds) if k not in _CHAIN_KINDS)
-    groups = [(chained, (q.chain_entries, q.chains_entries))]
-    groups.append((standalone, (q.standalone_entries, q.standalone_chains_entries)))
-    return [(group, statements) for group, statements in groups if group]
+    groups = [(chained, chained_sql), (standalone, standalone_sql)]
+    return [(group, sql) for group, sql in groups if group]
 
 
 def _in_log_order(entries: list[FeedEntry], kinds: Collection[OperationKind]) -> list[FeedEntry]:
@@ -166,25 +165,10 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
     ) -> list[FeedEntry]:
         out: list[FeedEntry] = []
         async with self._reading() as conn:
-            for group, (one, _) in _by_index(self._q, kinds):
-                rows = await conn.fetch(one, (chain_id, self._d.lst(group), until_seq))
+            statements = _by_index(kinds, self._q.chain_entries, self._q.standalone_entries)
+            for group, sql in statements:
+                rows = await conn.fetch(sql, (chain_id, self._d.lst(group), until_seq))
                 out.extend(R.feed_entry(r) for r in rows)
-        return _in_log_order(out, kinds)
-
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        ids = sorted(set(chain_ids))
-        out: list[FeedEntry] = []
-        async with self._reading() as conn:
-            for group, (_, many) in _by_index(self._q, kinds):
-                for i in range(0, len(ids), CHAINS_PER_READ):
-                    chunk = self._d.lst(ids[i : i + CHAINS_PER_READ])
-                    rows = await conn.fetch(many, (chunk, self._d.lst(group), until_seq))
-                    out.extend(R.feed_entry(r) for r in rows)
-        if len(ids) > CHAINS_PER_READ:
-            out.sort(key=lambda e: e.seq)
-            return out
         return _in_log_order(out, kinds)
 
     async def read_chains_entries_after(
@@ -196,18 +180,13 @@ class SqlStore(SqlModeration, SqlLinks, SqlForks):
         limit: int,
     ) -> list[FeedEntry]:
         ids = self._d.lst(sorted(set(chain_ids)))
-        chained = sorted(k for k in set(kinds) if k in _CHAIN_KINDS)
-        standalone = sorted(k for k in set(kinds) if k not in _CHAIN_KINDS)
-        statements = (
-            (chained, self._q.chains_entries_after),
-            (standalone, self._q.standalone_chains_entries_after),
-        )
+        q = self._q
+        statements = _by_index(kinds, q.chains_entries_after, q.standalone_chains_entries_after)
         out: list[FeedEntry] = []
         async with self._reading() as conn:
             for group, sql in statements:
-                if group:
-                    args = (ids, self._d.lst(group), after_seq, until_seq, limit)
-                    out.extend(R.feed_entry(r) for r in await conn.fetch(sql, args))
+                args = (ids, self._d.lst(group), after_seq, until_seq, limit)
+                out.extend(R.feed_entry(r) for r in await conn.fetch(sql, args))
         # each statement's first ``limit`` hold the first ``limit`` of both
         return _in_log_order(out, kinds)[:limit]
 

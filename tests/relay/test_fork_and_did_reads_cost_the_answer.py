@@ -37,13 +37,6 @@ class CountingStore(MemoryStore):
         self._count(len(found))
         return found
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        found = await super().read_chains_entries(chain_ids, kinds, until_seq)
-        self._count(len(found))
-        return found
-
     async def read_chain_log(self, chain_id: str, after: str | None, limit: int) -> LogPage:
         page = await super().read_chain_log(chain_id, after, limit)
         self._count(len(page.entries))

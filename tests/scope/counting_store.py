@@ -22,11 +22,6 @@ class CountingStore(MemoryStore):
     ) -> list[FeedEntry]:
         return self._count(await super().read_chain_entries(chain_id, kinds, until_seq))
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        return self._count(await super().read_chains_entries(chain_ids, kinds, until_seq))
-
     async def read_chains_entries_after(
         self,
         chain_ids: Collection[str],

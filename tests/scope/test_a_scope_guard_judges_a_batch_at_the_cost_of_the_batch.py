@@ -94,11 +94,6 @@ class Restored:
     ) -> list[FeedEntry]:
         return await self.store.read_chain_entries(chain_id, kinds, until_seq)
 
-    async def read_chains_entries(
-        self, chain_ids: Collection[str], kinds: Collection[OperationKind], until_seq: int
-    ) -> list[FeedEntry]:
-        return await self.store.read_chains_entries(chain_ids, kinds, until_seq)
-
     async def read_chains_entries_after(
         self,
         chain_ids: Collection[str],

@@ -71,12 +71,12 @@ async def test_many_chains_entries_in_one_read(opened: RelayStore) -> None:
     await append(opened, op("x", "identity-op", "did:dfos:c", at=5))
     await append(opened, op("b1", "beacon", "did:dfos:b", at=6))
     chains = ["did:dfos:b", "did:dfos:a", "did:dfos:a", "did:dfos:none"]
-    found = await opened.read_chains_entries(chains, ("identity-op",), 4)
+    found = await opened.read_chains_entries_after(chains, ("identity-op",), 0, 4, 100)
     assert [e.cid for e in found] == ["g", "u1", "h", "u2"]  # seq order, each once
     assert [e.chain_id for e in found] == ["did:dfos:a", "did:dfos:a", "did:dfos:b", "did:dfos:a"]
     kinds = ("identity-op", "beacon")
-    assert [e.cid for e in await opened.read_chains_entries(chains, kinds, 6)][-1] == "b1"
-    assert await opened.read_chains_entries([], kinds, 6) == []
+    both = await opened.read_chains_entries_after(chains, kinds, 0, 6, 100)
+    assert [e.cid for e in both][-1] == "b1"
 
 
 async def test_many_chains_entries_a_page_at_a_time(opened: RelayStore) -> None:
