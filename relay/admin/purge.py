@@ -14,11 +14,9 @@ and the blobs X created go too, and X's ops still in the raw buffer. Another
 signer's token of such an op's payload, kept beside it as a copy, stays: it
 takes the op's place (``keep_copies``).
 
-``plan_purge`` reads the whole purge as one batch (applied in one
-moderation session, nothing is sequenced in between); the relay applies it
-in bounded steps instead (``relay.admin.purge_steps``), which take in what
-is sequenced between them. The ban is stored before, so nothing of X can be
-sequenced after either.
+``read_closure`` reads what goes; the relay removes it in bounded steps
+(``relay.admin.purge_steps``), which take in what is sequenced between
+them. The ban is stored before, so nothing of X can be sequenced after.
 
 Not removed: other DIDs' identities, and their content chains' remaining
 ops. Peers and feed followers that already hold the removed ops keep them
@@ -27,12 +25,10 @@ ops. Peers and feed followers that already hold the removed ops keep them
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from relay.ingest.policy import signer_of_token
-from relay.rules.heads import head_key
 from stores.base import ChainRecord, OperationRecord, PendingOp, RawOpBuffer
 from stores.moderation import ModerationBatch, ModerationStore
 
@@ -69,34 +65,6 @@ async def read_closure(store: ModerationStore, did: str) -> Closure:
     return Closure(removed, doomed, touched, chain_ops)
 
 
-async def plan_purge(store: PurgeStore, did: str, at_ms: int) -> ModerationBatch:
-    """The whole purge as one batch (``relay.admin.purge_steps`` applies it in steps)."""
-    closure = await read_closure(store, did)
-    removed, doomed, touched, chain_ops = (
-        closure.removed, closure.doomed, closure.touched, closure.chain_ops
-    )  # fmt: skip
-    by_chain: dict[str, list[OperationRecord]] = {}
-    for op in chain_ops:  # one pass: a scan of every chain's ops per rewound chain is quadratic
-        by_chain.setdefault(op.chain_id, []).append(op)
-    rewinds = [
-        head
-        for chain_id in sorted(touched - doomed)
-        if (head := rewound(await store.get_chain(chain_id), by_chain.get(chain_id, []), removed))
-        is not None
-    ]
-    batch = ModerationBatch(
-        purged_did=did,
-        at_ms=at_ms,
-        operations=sorted(removed.values(), key=lambda o: (o.seq, o.cid)),
-        chains_removed=doomed,
-        chains_rewound=rewinds,
-        dids_removed={did},
-        raw_cids=await buffered_by(store, did),
-    )
-    await keep_copies(store, batch, did)
-    return batch
-
-
 def chain_op(op: OperationRecord) -> bool:
     return op.kind in ("identity-op", "content-op")
 
@@ -110,20 +78,6 @@ async def _countersignatures_of(
         fresh = [o for o in found if o.kind == "countersign" and o.cid not in removed]
         removed.update({o.cid: o for o in fresh})
         frontier = {o.cid for o in fresh}
-
-
-def rewound(
-    current: ChainRecord | None,
-    chain_ops: Iterable[OperationRecord],
-    removed: Container[str],
-) -> ChainRecord | None:
-    """``current`` after the purge, if its head changes (``chain_ops``: the chain's ops)."""
-    if current is None or current.head_cid not in removed:
-        return None
-    remaining = [o for o in chain_ops if o.cid not in removed]
-    if not remaining:
-        return None
-    return rewound_to(current, max(remaining, key=lambda o: head_key(o.created_at_ms, o.cid)))
 
 
 def rewound_to(current: ChainRecord, head: OperationRecord) -> ChainRecord:

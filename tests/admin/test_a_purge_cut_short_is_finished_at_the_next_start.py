@@ -11,7 +11,6 @@ import asyncio
 import pytest
 
 from relay import create_relay
-from relay.admin.purge import plan_purge
 from relay.admin.purge_steps import purge_in_steps
 from relay.audit import audit_store
 from relay.config import RelayConfig
@@ -20,6 +19,7 @@ from relay.testing.workload import DAY_MS, WorkloadBuilder
 from stores.base import RelayStore
 from stores.moderation import BanRecord
 from tests.stores.conftest import reopen
+from tests.support.whole_purge import plan_purge
 
 STEP_OPS = 4
 CUT_AFTER = 3  # steps

@@ -10,13 +10,13 @@ import asyncio
 import pytest
 
 from relay import create_relay
-from relay.admin.purge import plan_purge
 from relay.audit import audit_store
 from relay.config import RelayConfig
 from relay.rules.outcomes import Status
 from stores.base import RelayStore
 from stores.memory import MemoryStore
 from tests.stores.conftest import reopen
+from tests.support.whole_purge import plan_purge
 
 from .conftest import World
 

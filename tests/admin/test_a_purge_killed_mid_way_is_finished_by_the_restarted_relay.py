@@ -16,7 +16,6 @@ import pytest
 
 from relay import create_relay
 from relay.admin import admin_audience
-from relay.admin.purge import plan_purge
 from relay.audit import audit_store
 from relay.protocol import create_auth_token
 from relay.rules.outcomes import Status
@@ -25,6 +24,7 @@ from stores.base import RelayStore
 from stores.factory import open_store_from_url
 from tests.stores.test_crash_safety import DURABLE, durable_url
 from tests.support.relay_process import RelayProcess
+from tests.support.whole_purge import plan_purge
 
 CHAINS, UPDATES = 30, 99  # alice's: 3000 ops
 STEP_OPS = 10  # 300 steps: the kill lands among them

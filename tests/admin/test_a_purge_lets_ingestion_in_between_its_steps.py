@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from relay.admin.purge import plan_purge
 from relay.audit import audit_store
 from relay.config import RelayConfig
 from relay.rules.outcomes import Status
 from stores.base import RelayStore
+from tests.support.whole_purge import plan_purge
 
 from .conftest import World, open_world
 

@@ -19,10 +19,10 @@ import httpx
 import pytest
 
 from relay import create_relay
-from relay.admin.purge import plan_purge
 from relay.protocol import cid_of
 from relay.testing.workload import DAY_MS, WorkloadBuilder, mixed_workload
 from stores.factory import open_store_from_url
+from tests.support.whole_purge import plan_purge
 
 from .conftest import DFOS_RELAY, POSTGRES_URL, RelayProcess, clean_env, postgres_available
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from relay.admin.purge import plan_purge
 from relay.testing.workload import WorkloadBuilder, mixed_workload
 from tests.support.relay_api import PAST_MS
+from tests.support.whole_purge import plan_purge
 
 from .conftest import Served, read_sse
 

@@ -72,7 +72,7 @@ async def test_a_second_engine_on_the_same_store_answers_with_the_firsts_commits
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_a_purge_by_one_engine_leaves_the_others_index(tmp_path: Path, backend: str) -> None:
-    from relay.admin.purge import plan_purge
+    from tests.support.whole_purge import plan_purge
 
     async with pg_schema() as schema:
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from relay import Relay, create_relay
-from relay.admin.purge import plan_purge
 from relay.config import RelayConfig
 from relay.reconcile.index import FingerprintIndex
 from relay.reconcile.initiator import ReconcileBounds
@@ -25,6 +24,7 @@ from stores.base import StoreError
 from stores.memory import MemoryStore
 from stores.sqlite import SqliteStore
 from tests.support.relay_api import PAST_MS
+from tests.support.whole_purge import plan_purge
 
 
 async def _cids(relay: Relay) -> set[str]:
