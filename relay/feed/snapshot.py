@@ -51,16 +51,14 @@ async def snapshot_items(
         roots = await store.read_roots(snapshot_seq, after, PAGE)
         kept = [root for root in roots if flt.matches_entry(root)]
         tips = await _tips_of_chains(store, kept, snapshot_seq)
-        for root in roots:
-            await slices.pause_when_due()  # roots the filter skips cost time too
-            after = (root.created_at_ms, root.cid)
-            if not flt.matches_entry(root):
-                continue
+        for root in kept:
+            await slices.pause_when_due()
             item = await _item(store, root, snapshot_seq, latest, tips)
             if item is not None:
                 yield item
         if len(roots) < PAGE:
             return
+        after = (roots[-1].created_at_ms, roots[-1].cid)
 
 
 async def scoped_snapshot_items(
